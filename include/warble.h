@@ -1,0 +1,275 @@
+/* warble: quantized GEMM kernels for NVIDIA GPUs, generated as PTX text.
+ *
+ * The whole public API. Three layers, usable separately:
+ *   1. formats  (wb_format_*)  parse, print and describe quantization formats; CPU only.
+ *   2. kernels  (wb_kernel_*)  build a kernel for a format and an architecture and emit its PTX;
+ *                              CPU only, no driver needed.
+ *   3. GPU      (wb_gpu_*, wb_layer_*) load libcuda at run time, JIT, pack weights, launch on a stream.
+ *
+ * Errors: every function that can fail returns a wb_status; the one-line message of the last failure
+ * on the calling thread is wb_last_error(). Destroy functions accept NULL.
+ */
+#ifndef WARBLE_H
+#define WARBLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WB_VERSION_MAJOR 0
+#define WB_VERSION_MINOR 1
+#define WB_VERSION_PATCH 0
+#define WB_VERSION_STRING "0.1.0"
+
+#if defined(WB_BUILDING) && defined(__GNUC__)
+#define WB_API __attribute__((visibility("default")))
+#else
+#define WB_API
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum wb_status {
+    WB_OK = 0,
+    WB_ERR_INVALID = 1,     /* bad input: a malformed spec, a bad shape, a bad argument */
+    WB_ERR_UNSUPPORTED = 2, /* valid, but this build or this target cannot do it */
+    WB_ERR_NOMEM = 3,       /* a host allocation failed */
+    WB_ERR_NO_DRIVER = 4,   /* libcuda could not be loaded, or no GPU */
+    WB_ERR_DRIVER = 5,      /* a CUDA driver call failed (the message names it and its CUresult) */
+    WB_ERR_JIT = 6,         /* the driver rejected the PTX (the message holds the JIT log) */
+    WB_ERR_IO = 7,          /* a file could not be read or written */
+} wb_status;
+
+WB_API const char *wb_status_str(wb_status s);
+/* The message of the last failure on this thread ("" when none). */
+WB_API const char *wb_last_error(void);
+WB_API const char *wb_version(void);
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum wb_kind {
+    WB_KIND_NONE = 0,
+    WB_KIND_INT,   /* two's complement, bits 1..8 (`intB`, and `s8`/`s4` activations) */
+    WB_KIND_UINT,  /* plain binary, bits 1..8 (`uintB`) */
+    WB_KIND_FLOAT, /* small signed float eXmY, bits = 1 + ebits + mbits <= 8 */
+    WB_KIND_F16,
+    WB_KIND_BF16,
+    WB_KIND_F32,
+    WB_KIND_E8M0,  /* 2^(code-127), code 255 is NaN */
+    WB_KIND_TABLE, /* a 16-entry lookup table (nf4) */
+} wb_kind;
+
+typedef struct wb_type {
+    wb_kind kind;
+    int bits;  /* storage bits of one code */
+    int ebits; /* WB_KIND_FLOAT only */
+    int mbits; /* WB_KIND_FLOAT only */
+} wb_type;
+
+/* Name of a type as specs write it ("int4", "e2m1", "f16", ...); buf needs 8 bytes. */
+WB_API const char *wb_type_name(wb_type t, char buf[8]);
+/* Parse a type name; returns 0 on success, -1 when the name is not a type. */
+WB_API int wb_type_parse(const char *name, wb_type *out);
+/* The real value of a code (contract section 1). NaN for NaN codes. */
+WB_API double wb_type_decode(wb_type t, uint32_t code);
+/* The code nearest to v (round to nearest even, saturating to the largest finite value; NaN -> a NaN
+ * code where the type has one, else 0). Integer types round and clamp to their range. */
+WB_API uint32_t wb_type_encode(wb_type t, double v);
+/* Storage bytes of one element in the interchange files (contract section 3). */
+WB_API int wb_type_file_bytes(wb_type t);
+
+/* Exact IEEE half / bfloat16 conversions, round to nearest even. */
+WB_API uint16_t wb_f16_from_double(double v);
+WB_API double wb_f16_to_double(uint16_t h);
+WB_API uint16_t wb_bf16_from_double(double v);
+WB_API double wb_bf16_to_double(uint16_t h);
+
+/* ---------------------------------------------------------------- formats (contract section 1) */
+
+typedef enum wb_zp { WB_ZP_NONE = 0, WB_ZP_INT, WB_ZP_FP } wb_zp;
+
+typedef struct wb_format {
+    wb_type a;   /* activation type */
+    int ag;      /* activation scale group along K, 0 = per token */
+    wb_type as;  /* activation scale type */
+    int ags;     /* extra f32 activation tensor scale */
+    wb_type w;   /* weight element type */
+    wb_type ws;  /* weight scale type */
+    int g;       /* weight scale group along K, 0 = per output channel */
+    int gn;      /* weight scale block along N */
+    int wgs;     /* extra f32 weight tensor scale */
+    wb_zp zp;    /* weight zero point */
+    wb_type out; /* output type */
+    int bias;    /* a bias vector of the out type */
+    wb_type acc; /* accumulator: f32 or f16 */
+} wb_format;
+
+/* Parse a spec ("w4a16,g=64" or "a=f16,w=int4,..."). On failure returns WB_ERR_INVALID and
+ * wb_last_error() says which key and what is allowed. */
+WB_API wb_status wb_format_parse(const char *spec, wb_format *out);
+/* The canonical spec (every key, fixed order). Returns the length it needs (like snprintf). */
+WB_API int wb_format_print(const wb_format *f, char *buf, size_t size);
+/* Check the contract rules of a filled-in format (what wb_format_parse checks after parsing). */
+WB_API wb_status wb_format_validate(const wb_format *f);
+/* Presets: name and spec of preset i, for i in [0, wb_preset_count()). */
+WB_API int wb_preset_count(void);
+WB_API const char *wb_preset_name(int i);
+WB_API const char *wb_preset_spec(int i);
+
+/* Shape rules of the contract (group sizes divide K and N); kernels add their own in wb_kernel_*. */
+WB_API wb_status wb_format_check_shape(const wb_format *f, int64_t m, int64_t n, int64_t k);
+
+/* ---------------------------------------------------------------- host data (contract section 3) */
+
+/* Canonical, unpacked host arrays of one GEMM, as the interchange files hold them.
+ * Pointers a format does not use must be NULL. */
+typedef struct wb_host_weights {
+    const uint8_t *w;     /* N x K codes, one per byte, low bits */
+    const void *w_scale;  /* (N/gn) x (K/g), or N x 1 when g = 0, of type ws */
+    const void *w_zero;   /* same shape as w_scale: codes (zp=int) or ws values (zp=fp) */
+    const float *w_global;/* 1 value */
+    const void *bias;     /* N values of type out */
+} wb_host_weights;
+
+typedef struct wb_host_acts {
+    const void *a;        /* M x K of type a */
+    const void *a_scale;  /* M x (K/ag), or M x 1 when ag = 0 */
+    const float *a_global;
+} wb_host_acts;
+
+/* The float64 evaluation of the contract semantics for one output element (before rounding). */
+WB_API double wb_reference_element(const wb_format *f, int64_t m, int64_t n, int64_t k_total,
+                                   const wb_host_acts *x, const wb_host_weights *w);
+/* The whole M x N output in float64 (before rounding to the out type). */
+WB_API wb_status wb_reference_gemm(const wb_format *f, int64_t m, int64_t n, int64_t k,
+                                   const wb_host_acts *x, const wb_host_weights *w, double *out);
+
+/* ---------------------------------------------------------------- architectures */
+
+typedef enum wb_arch {
+    WB_ARCH_SM75 = 0, WB_ARCH_SM80, WB_ARCH_SM86, WB_ARCH_SM89, WB_ARCH_SM90A,
+    WB_ARCH_SM100A, WB_ARCH_SM103A, WB_ARCH_SM120A, WB_ARCH_COUNT
+} wb_arch;
+
+/* "sm_90a", also aliases ("hopper", "h100", "b200", ...). */
+WB_API wb_status wb_arch_parse(const char *name, wb_arch *out);
+WB_API const char *wb_arch_name(wb_arch a);
+/* The architecture of a device of compute capability major.minor (sm_90 -> sm_90a, ...). */
+WB_API wb_status wb_arch_from_cc(int major, int minor, wb_arch *out);
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Instruction choices and tile sizes. Zero fields mean "let warble choose". */
+typedef struct wb_config {
+    int m_tiles;   /* 8-token tiles per warp (1, 2, 4, 8) */
+    int warps_n;   /* warps along N, each owning 16 output channels */
+    int warps_k;   /* warps splitting K inside a block, reduced in f32 in shared memory */
+    int stages;    /* pipeline stages (1 = no pipelining) */
+    int load;      /* WB_LOAD_* */
+    int mma;       /* WB_MMA_* */
+} wb_config;
+
+enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };
+enum { WB_MMA_AUTO = 0, WB_MMA_SYNC, WB_MMA_WGMMA, WB_MMA_TCGEN05 };
+
+WB_API const char *wb_load_name(int load);
+WB_API const char *wb_mma_name(int mma);
+
+/* Fill the zero fields of cfg with the heuristic's choice for this shape. */
+WB_API wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t n, int64_t k,
+                                  wb_config *cfg);
+/* Kernel-specific shape rules (N and K multiples); WB_ERR_INVALID with the rule on failure. */
+WB_API wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *cfg, int64_t m, int64_t n,
+                                       int64_t k);
+/* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync". */
+WB_API int wb_config_print(const wb_config *cfg, char *buf, size_t size);
+
+enum { WB_EMIT_ANNOTATE = 1 };
+
+/* Build the kernel for (format, arch, config) and return its PTX as a malloc'ed NUL-terminated string
+ * (free it with free()). The config must be complete (see wb_config_choose). */
+WB_API wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, int flags,
+                               char **ptx_out);
+/* The entry name inside that PTX. */
+WB_API const char *wb_kernel_entry(void);
+
+/* Launch geometry of a kernel for a shape. */
+typedef struct wb_launch_dims {
+    unsigned grid[3], block[3];
+    unsigned smem_bytes;
+} wb_launch_dims;
+WB_API wb_status wb_kernel_dims(const wb_format *f, const wb_config *cfg, int64_t m, int64_t n,
+                                int64_t k, wb_launch_dims *out);
+
+/* ---------------------------------------------------------------- weight packing */
+
+/* Device layout of a layer's weights (see docs/layout.md). Sizes in bytes. */
+typedef struct wb_packed {
+    void *w;        size_t w_bytes;      /* packed codes */
+    void *scale;    size_t scale_bytes;  /* grouped scales (and zero offsets) */
+    void *chan;     size_t chan_bytes;   /* per-channel f32 scale / zero / bias */
+} wb_packed;
+
+/* Pack canonical host weights into the kernel layout (malloc'ed; free with wb_packed_free). */
+WB_API wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w,
+                                 wb_packed *out);
+/* Inverse of the code part of packing, for tests: writes N x K codes. */
+WB_API wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_packed *p,
+                                 uint8_t *codes);
+WB_API void wb_packed_free(wb_packed *p);
+
+/* ---------------------------------------------------------------- GPU */
+
+typedef struct wb_gpu wb_gpu;
+typedef struct wb_layer wb_layer;
+typedef uint64_t wb_devptr; /* a CUdeviceptr */
+
+/* Load libcuda (dlopen), init the driver and retain the primary context of `device`.
+ * Without a driver or GPU: WB_ERR_NO_DRIVER with a message; nothing crashes. */
+WB_API wb_status wb_gpu_create(int device, wb_gpu **out);
+WB_API void wb_gpu_destroy(wb_gpu *gpu);
+WB_API wb_arch wb_gpu_arch(const wb_gpu *gpu);
+WB_API const char *wb_gpu_name(const wb_gpu *gpu);
+WB_API int wb_gpu_sm_count(const wb_gpu *gpu);
+
+/* Device memory helpers for tools, tests and examples (synchronous; not for the launch path). */
+WB_API wb_status wb_gpu_alloc(wb_gpu *gpu, size_t bytes, wb_devptr *out);
+WB_API wb_status wb_gpu_free(wb_gpu *gpu, wb_devptr p);
+WB_API wb_status wb_gpu_upload(wb_gpu *gpu, wb_devptr dst, const void *src, size_t bytes);
+WB_API wb_status wb_gpu_download(wb_gpu *gpu, void *dst, wb_devptr src, size_t bytes);
+WB_API wb_status wb_gpu_memset(wb_gpu *gpu, wb_devptr dst, uint8_t byte, size_t bytes);
+WB_API wb_status wb_gpu_sync(wb_gpu *gpu);
+
+/* Load PTX into a module (cached by the sha256 of the PTX) and return its kernel function. */
+WB_API wb_status wb_gpu_load(wb_gpu *gpu, const char *ptx, const char *entry, void **function_out);
+/* Launch a loaded function on a stream (NULL = the default stream). */
+WB_API wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, void *stream,
+                               void **params);
+
+/* Time `fn(arg)` on the GPU: `warmup` calls, then the median over `reps` of events around `inner`
+ * back-to-back calls, divided by `inner`. Result in microseconds. */
+WB_API wb_status wb_gpu_time(wb_gpu *gpu, void (*fn)(void *arg), void *arg, int warmup, int reps,
+                             int inner, double *median_us);
+
+/* A layer: N x K weights in a format, packed and uploaded once. */
+WB_API wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
+                                 const wb_host_weights *w, wb_layer **out);
+WB_API void wb_layer_destroy(wb_layer *layer);
+/* Force a config for every later call (NULL = the heuristic). */
+WB_API wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg);
+/* out (M x N, type out) = a (M x K, type a) x W^T, on `stream` (a CUstream, NULL = default).
+ * No allocation and no synchronization on the GPU; the first call for a config JITs its kernel. */
+WB_API wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream);
+/* The config and PTX hash the last wb_layer_gemm used (for ledgers and reports). */
+WB_API wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65]);
+
+/* sha256 of a buffer as 64 hex digits. */
+WB_API void wb_sha256_hex(const void *data, size_t len, char out[65]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
