@@ -1,0 +1,246 @@
+/* The tile-IR builder: append ops with a sticky first error, validate, print. */
+#include "dsl/tile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const op_names[WB_TOP_COUNT] = {
+#define X(name, str, nargs, doc) str,
+#include "dsl/ops.def"
+#undef X
+};
+static const int op_nargs[WB_TOP_COUNT] = {
+#define X(name, str, nargs, doc) nargs,
+#include "dsl/ops.def"
+#undef X
+};
+static const char *const operand_names[] = {"A", "W", "SCALE"};
+
+wb_kernel *wb_kernel_create(const wb_format *f, const wb_config *cfg)
+{
+    wb_arena *a = wb_arena_create();
+    wb_kernel *k = a ? wb_arena_alloc(a, sizeof *k) : NULL;
+    if (!k) {
+        wb_arena_destroy(a);
+        return NULL;
+    }
+    k->arena = a;
+    k->fmt = *f;
+    k->cfg = *cfg;
+    return k;
+}
+
+void wb_kernel_destroy(wb_kernel *k)
+{
+    if (k)
+        wb_arena_destroy(k->arena);
+}
+
+static void set_error(wb_kernel *k, const char *call, const char *what)
+{
+    if (!k->error[0])
+        snprintf(k->error, sizeof k->error, "%s: %s", call, what);
+}
+
+static wb_tile_op *append(wb_kernel *k, wb_top op, const char *call)
+{
+    if (k->error[0])
+        return NULL;
+    if (k->nops == k->cap) {
+        int cap = k->cap ? k->cap * 2 : 32;
+        wb_tile_op *ops = wb_arena_alloc(k->arena, (size_t)cap * sizeof *ops);
+        if (!ops) {
+            set_error(k, call, "out of memory");
+            return NULL;
+        }
+        if (k->ops)
+            memcpy(ops, k->ops, (size_t)k->nops * sizeof *ops);
+        k->ops = ops;
+        k->cap = cap;
+    }
+    wb_tile_op *o = &k->ops[k->nops++];
+    memset(o, 0, sizeof *o);
+    o->op = op;
+    o->result = -1;
+    o->args[0] = o->args[1] = o->args[2] = -1;
+    return o;
+}
+
+static const wb_tile_op *def_of(const wb_kernel *k, int value)
+{
+    for (int i = 0; i < k->nops; i++)
+        if (k->ops[i].result == value)
+            return &k->ops[i];
+    return NULL;
+}
+
+static int expect(wb_kernel *k, const char *call, int value, wb_top op)
+{
+    const wb_tile_op *d = value >= 0 ? def_of(k, value) : NULL;
+    if (!d || d->op != op) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "operand %%%d is not the result of %s", value, op_names[op]);
+        set_error(k, call, msg);
+        return 0;
+    }
+    return 1;
+}
+
+int wb_load_tile(wb_kernel *k, wb_operand operand, int stages)
+{
+    if (stages < 1 || stages > 8) {
+        set_error(k, "wb_load_tile", "stages must be 1..8");
+        return -1;
+    }
+    if (k->depth) {
+        set_error(k, "wb_load_tile", "tiles are declared before the K loop");
+        return -1;
+    }
+    wb_tile_op *o = append(k, WB_TOP_LOAD_TILE, "wb_load_tile");
+    if (!o)
+        return -1;
+    o->operand = operand;
+    o->stages = stages;
+    return o->result = k->nvalues++;
+}
+
+void wb_kloop(wb_kernel *k)
+{
+    if (k->depth) {
+        set_error(k, "wb_kloop", "K loops do not nest");
+        return;
+    }
+    if (append(k, WB_TOP_KLOOP, "wb_kloop"))
+        k->depth++;
+}
+
+int wb_load_frag(wb_kernel *k, int tile)
+{
+    if (!k->depth) {
+        set_error(k, "wb_load_frag", "fragments are loaded inside the K loop");
+        return -1;
+    }
+    if (!expect(k, "wb_load_frag", tile, WB_TOP_LOAD_TILE))
+        return -1;
+    wb_tile_op *o = append(k, WB_TOP_LOAD_FRAG, "wb_load_frag");
+    if (!o)
+        return -1;
+    o->args[0] = tile;
+    o->operand = def_of(k, tile)->operand;
+    return o->result = k->nvalues++;
+}
+
+int wb_dequant(wb_kernel *k, int codes, int scales)
+{
+    if (!expect(k, "wb_dequant", codes, WB_TOP_LOAD_FRAG) ||
+        (scales >= 0 && !expect(k, "wb_dequant", scales, WB_TOP_LOAD_FRAG)))
+        return -1;
+    if (def_of(k, codes)->operand != WB_OPERAND_W) {
+        set_error(k, "wb_dequant", "codes must be a W fragment");
+        return -1;
+    }
+    wb_tile_op *o = append(k, WB_TOP_DEQUANT, "wb_dequant");
+    if (!o)
+        return -1;
+    o->args[0] = codes;
+    o->args[1] = scales;
+    return o->result = k->nvalues++;
+}
+
+int wb_acc(wb_kernel *k)
+{
+    wb_tile_op *o = append(k, WB_TOP_ACC, "wb_acc");
+    return o ? (o->result = k->nvalues++) : -1;
+}
+
+void wb_mma(wb_kernel *k, int acc, int weights, int acts)
+{
+    if (!expect(k, "wb_mma", acc, WB_TOP_ACC) || !expect(k, "wb_mma", weights, WB_TOP_DEQUANT) ||
+        !expect(k, "wb_mma", acts, WB_TOP_LOAD_FRAG))
+        return;
+    if (def_of(k, acts)->operand != WB_OPERAND_A) {
+        set_error(k, "wb_mma", "B must be an activation fragment");
+        return;
+    }
+    wb_tile_op *o = append(k, WB_TOP_MMA, "wb_mma");
+    if (o) {
+        o->args[0] = acc;
+        o->args[1] = weights;
+        o->args[2] = acts;
+    }
+}
+
+void wb_kloop_end(wb_kernel *k)
+{
+    if (!k->depth) {
+        set_error(k, "wb_kloop_end", "no open K loop");
+        return;
+    }
+    if (append(k, WB_TOP_KLOOP_END, "wb_kloop_end"))
+        k->depth--;
+}
+
+void wb_epilogue(wb_kernel *k, int acc)
+{
+    if (k->depth) {
+        set_error(k, "wb_epilogue", "the K loop is still open");
+        return;
+    }
+    if (!expect(k, "wb_epilogue", acc, WB_TOP_ACC))
+        return;
+    wb_tile_op *o = append(k, WB_TOP_EPILOGUE, "wb_epilogue");
+    if (o)
+        o->args[0] = acc;
+}
+
+wb_status wb_kernel_validate(const wb_kernel *k)
+{
+    if (k->error[0])
+        return wb_fail(WB_ERR_INVALID, "%s", k->error);
+    int depth = 0, epilogues = 0;
+    for (int i = 0; i < k->nops; i++) {
+        const wb_tile_op *o = &k->ops[i];
+        depth += o->op == WB_TOP_KLOOP ? 1 : o->op == WB_TOP_KLOOP_END ? -1 : 0;
+        if (depth < 0 || depth > 1)
+            return wb_fail(WB_ERR_INVALID, "tile IR: unbalanced K loop at op %d", i);
+        epilogues += o->op == WB_TOP_EPILOGUE;
+        for (int j = 0; j < op_nargs[o->op]; j++) {
+            int v = o->args[j];
+            if (v < 0)
+                continue;
+            const wb_tile_op *d = def_of(k, v);
+            if (!d || d > o)
+                return wb_fail(WB_ERR_INVALID, "tile IR: op %d uses %%%d before its definition", i, v);
+        }
+    }
+    if (depth || epilogues != 1)
+        return wb_fail(WB_ERR_INVALID, "tile IR: a kernel has one closed K loop and one epilogue");
+    return WB_OK;
+}
+
+const char *wb_tile_op_text(wb_kernel *k, const wb_tile_op *o)
+{
+    char buf[160];
+    int n = 0;
+    if (o->result >= 0)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%%%d = ", o->result);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s", op_names[o->op]);
+    for (int j = 0; j < op_nargs[o->op]; j++)
+        if (o->args[j] >= 0)
+            n += snprintf(buf + n, sizeof buf - (size_t)n, " %%%d", o->args[j]);
+    if (o->op == WB_TOP_LOAD_TILE || o->op == WB_TOP_LOAD_FRAG)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " (%s)", operand_names[o->operand]);
+    if (o->op == WB_TOP_LOAD_TILE)
+        snprintf(buf + n, sizeof buf - (size_t)n, " stages=%d", o->stages);
+    return wb_arena_strdup(k->arena, buf);
+}
+
+void wb_kernel_print(wb_kernel *k, wb_buf *out)
+{
+    for (int i = 0; i < k->nops; i++) {
+        const char *t = wb_tile_op_text(k, &k->ops[i]);
+        wb_buf_printf(out, "%s%s\n", k->ops[i].op == WB_TOP_LOAD_FRAG || k->ops[i].op == WB_TOP_DEQUANT ||
+                                     k->ops[i].op == WB_TOP_MMA ? "    " : "", t ? t : "?");
+    }
+}

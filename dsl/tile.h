@@ -1,0 +1,66 @@
+/* Tile IR: what a GEMM kernel does, in block and warp tiles, independent of any target.
+ * A kernel is a flat list of tile ops whose results are small integer values; the builder keeps a
+ * sticky error; lower/ turns the list into instruction IR for one architecture. */
+#ifndef WB_TILE_H
+#define WB_TILE_H
+
+#include "dsl/common.h"
+#include "warble.h"
+
+typedef enum wb_top {
+#define X(name, str, nargs, doc) WB_TOP_##name,
+#include "dsl/ops.def"
+#undef X
+    WB_TOP_COUNT
+} wb_top;
+
+/* The operands a tile can hold. */
+typedef enum wb_operand {
+    WB_OPERAND_A,     /* activations, M x K */
+    WB_OPERAND_W,     /* packed weight codes */
+    WB_OPERAND_SCALE, /* grouped scale (and zero-offset) records */
+} wb_operand;
+
+typedef struct wb_tile_op {
+    wb_top op;
+    int result;         /* value id, or -1 */
+    int args[3];        /* value ids */
+    wb_operand operand; /* LOAD_TILE, LOAD_FRAG */
+    int stages;         /* LOAD_TILE */
+} wb_tile_op;
+
+typedef struct wb_kernel {
+    wb_arena *arena;
+    wb_format fmt;
+    wb_config cfg;
+    wb_tile_op *ops;
+    int nops, cap, nvalues;
+    int depth;           /* open K loops */
+    char error[256];     /* the first builder error; later calls do nothing */
+} wb_kernel;
+
+/* A kernel owns its arena: wb_kernel_destroy frees everything it built. */
+wb_kernel *wb_kernel_create(const wb_format *f, const wb_config *cfg);
+void wb_kernel_destroy(wb_kernel *k);
+
+/* Builder calls. Each returns a value id (>= 0), or -1 once an error was recorded. */
+int wb_load_tile(wb_kernel *k, wb_operand operand, int stages);
+void wb_kloop(wb_kernel *k);
+int wb_load_frag(wb_kernel *k, int tile);
+int wb_dequant(wb_kernel *k, int codes, int scales);
+int wb_acc(wb_kernel *k);
+void wb_mma(wb_kernel *k, int acc, int weights, int acts);
+void wb_kloop_end(wb_kernel *k);
+void wb_epilogue(wb_kernel *k, int acc);
+
+/* Check the whole list (balanced loops, operands defined before use, kinds match). */
+wb_status wb_kernel_validate(const wb_kernel *k);
+/* One op as text ("%3 = load_frag %1 (W)"), for dumps and PTX annotations. */
+const char *wb_tile_op_text(wb_kernel *k, const wb_tile_op *op);
+/* The whole kernel as text. */
+void wb_kernel_print(wb_kernel *k, wb_buf *out);
+
+/* The standard GEMM of this format, built from tile ops (dsl/gemm.c). */
+wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg);
+
+#endif

@@ -1,0 +1,92 @@
+/* Kernel configs: the shape heuristic, the shape rules, printing and launch geometry. */
+#include <stdio.h>
+
+#include "lower/layout.h"
+#include "lower/lower.h"
+
+const char *wb_load_name(int load)
+{
+    static const char *const n[] = {"auto", "ldg", "cp.async", "tma"};
+    return load >= 0 && load < 4 ? n[load] : "?";
+}
+
+const char *wb_mma_name(int mma)
+{
+    static const char *const n[] = {"auto", "mma.sync", "wgmma", "tcgen05"};
+    return mma >= 0 && mma < 4 ? n[mma] : "?";
+}
+
+wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config *c)
+{
+    const wb_target *t = wb_target_get(arch);
+    if (!t || !f || !c)
+        return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
+    if (!c->mma)
+        c->mma = WB_MMA_SYNC;
+    if (!c->load)
+        c->load = t->features & WB_FEAT_CP_ASYNC ? WB_LOAD_CP_ASYNC : WB_LOAD_LDG;
+    if (!c->stages)
+        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
+    if (!c->m_tiles)
+        c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8;
+    int small = m <= 64;
+    if (!c->warps_k) {
+        /* decode: split each block's K among warps for more bytes in flight */
+        c->warps_k = 1;
+        if (small)
+            for (int wk = 4; wk > 1; wk /= 2)
+                if (k % (WB_KW * wk) == 0) {
+                    c->warps_k = wk;
+                    break;
+                }
+    }
+    if (!c->warps_n) {
+        int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+        c->warps_n = small ? 2 : 4;
+        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
+                                  (small && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
+            c->warps_n /= 2;
+    }
+    return WB_OK;
+}
+
+wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k)
+{
+    wb_status s = wb_format_check_shape(f, m, n, k);
+    if (s)
+        return s;
+    int bn = 16 * c->warps_n, bk = WB_KW * c->warps_k;
+    if (n % 16 || k % WB_KW)
+        return wb_fail(WB_ERR_INVALID, "N must be a multiple of 16 and K a multiple of 64 (got N=%lld, K=%lld)",
+                       (long long)n, (long long)k);
+    if (n % bn || k % bk)
+        return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
+                                       "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
+                       (long long)n, (long long)k);
+    if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))
+        return wb_fail(WB_ERR_INVALID, "shape too large: M*N must be below 2^32 and N*K below 2^34");
+    return WB_OK;
+}
+
+int wb_config_print(const wb_config *c, char *buf, size_t size)
+{
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s", c->m_tiles, c->warps_n, c->warps_k,
+                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma));
+}
+
+wb_status wb_kernel_dims(const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k,
+                         wb_launch_dims *d)
+{
+    (void)k;
+    wb_layout lay;
+    wb_layout_get(f, c, &lay);
+    d->grid[0] = (unsigned)(n / lay.bn);
+    d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
+    d->grid[2] = 1;
+    d->block[0] = (unsigned)lay.threads;
+    d->block[1] = d->block[2] = 1;
+    d->smem_bytes = (unsigned)lay.smem;
+    if (d->grid[1] > 65535)
+        return wb_fail(WB_ERR_INVALID, "M=%lld needs more than 65535 row blocks", (long long)m);
+    return WB_OK;
+}

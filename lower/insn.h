@@ -1,0 +1,68 @@
+/* Instruction IR: a flat array of PTX-level instructions over typed virtual registers.
+ * PTX has unbounded virtual registers, so nothing is allocated here: ptxas does that. */
+#ifndef WB_INSN_H
+#define WB_INSN_H
+
+#include <stdint.h>
+#include "dsl/common.h"
+
+typedef enum wb_op {
+#define X(name, tmpl) WB_OP_##name,
+#include "lower/insn.def"
+#undef X
+    WB_OP_COUNT
+} wb_op;
+
+/* Register classes, each printed with its own prefix and .reg line. */
+typedef enum wb_rc { WB_RC_PRED, WB_RC_B16, WB_RC_B32, WB_RC_B64, WB_RC_F32, WB_RC_COUNT } wb_rc;
+
+typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_HEX, WB_O_TEXT } wb_opnd_kind;
+
+/* An operand: a register index, an integer immediate, an f32 constant (printed as exact bits),
+ * a 32-bit hex constant, or text (labels, symbols, special registers). */
+typedef struct wb_opnd {
+    wb_opnd_kind kind;
+    int64_t v;
+    const char *text;
+} wb_opnd;
+
+#define WB_MAX_OPNDS 14
+
+typedef struct wb_insn {
+    wb_op op;
+    const char *type;    /* the %T suffix: "u32", "f16x2", ... */
+    int nopnds;
+    wb_opnd o[WB_MAX_OPNDS];
+    const char *note;    /* an `// ir:` annotation that ties this instruction to a tile op */
+} wb_insn;
+
+typedef struct wb_func {
+    wb_arena *arena;
+    wb_insn *insns;
+    int ninsns, cap;
+    int nregs;
+    uint8_t *reg_class;  /* per register */
+    int reg_cap;
+    int nlabels;
+    int oom;             /* sticky out-of-memory */
+    const char *note;    /* annotation attached to the next instruction appended */
+} wb_func;
+
+typedef struct wb_reg {
+    int id;
+} wb_reg;
+
+void wb_func_init(wb_func *f, wb_arena *a);
+wb_reg wb_new_reg(wb_func *f, wb_rc rc);
+const char *wb_new_label(wb_func *f, const char *stem);
+
+wb_opnd wb_r(wb_reg r);
+wb_opnd wb_imm(int64_t v);
+wb_opnd wb_hex(uint32_t v);
+wb_opnd wb_f32(float v);
+wb_opnd wb_text(const char *s);
+
+/* Append an instruction; returns it (NULL when out of memory). */
+wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...);
+
+#endif

@@ -1,0 +1,60 @@
+/* The public kernel entry: format + arch + config -> PTX text. The pipeline, in order:
+ * validate the format, legalize, build tile IR, validate it, lower to instruction IR, emit PTX. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit/emit_ptx.h"
+#include "lower/layout.h"
+#include "lower/lower.h"
+
+const char *wb_kernel_entry(void) { return "wb_gemm"; }
+
+static const char *const params[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
+                                     "u32 p_m", "u32 p_n", "u32 p_k"};
+
+wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, int flags, char **ptx_out)
+{
+    const wb_target *t = wb_target_get(arch);
+    if (!f || !cfg || !ptx_out || !t)
+        return wb_fail(WB_ERR_INVALID, "wb_kernel_ptx: bad argument");
+    *ptx_out = NULL;
+    wb_status s = wb_format_validate(f);
+    if (!s)
+        s = wb_legalize(f, t, cfg);
+    if (s)
+        return s;
+    wb_kernel *k = wb_build_gemm(f, cfg);
+    if (!k)
+        return wb_fail(WB_ERR_NOMEM, "out of memory building a kernel");
+    s = wb_kernel_validate(k);
+    wb_func fn;
+    wb_func_init(&fn, k->arena);
+    int annotate = (flags & WB_EMIT_ANNOTATE) != 0;
+    if (!s)
+        s = wb_lower_gemm(k, t, annotate, &fn);
+    if (!s) {
+        char spec[512], conf[128], title[700];
+        wb_format_print(f, spec, sizeof spec);
+        wb_config_print(cfg, conf, sizeof conf);
+        snprintf(title, sizeof title, "%s  [%s]", spec, conf);
+        wb_layout lay;
+        wb_layout_get(f, cfg, &lay);
+        wb_ptx_header h = {t->ptx_version, t->ptx_target, wb_kernel_entry(), params, (int)WB_COUNT(params),
+                           128, lay.threads, title};
+        if (annotate) {
+            /* the tile IR goes on top as comments, each PTX block below says which op it lowers */
+            wb_buf top = {0};
+            wb_buf_printf(&top, "%s\n// tile IR:", title);
+            for (int i = 0; i < k->nops; i++)
+                wb_buf_printf(&top, "\n//   %s", wb_tile_op_text(k, &k->ops[i]));
+            h.title = top.data ? wb_arena_strdup(k->arena, top.data) : title;
+            wb_buf_free(&top);
+        }
+        *ptx_out = wb_emit_ptx(&fn, &h, annotate);
+        if (!*ptx_out)
+            s = wb_fail(WB_ERR_NOMEM, "out of memory printing PTX");
+    }
+    wb_kernel_destroy(k);
+    return s;
+}

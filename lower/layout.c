@@ -1,0 +1,29 @@
+/* Block tile sizes and shared-memory offsets from a config. */
+#include "lower/layout.h"
+
+void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
+{
+    L->bm = 8 * cfg->m_tiles;
+    L->bn = 16 * cfg->warps_n;
+    L->bk = WB_KW * cfg->warps_k;
+    L->threads = 32 * cfg->warps_n * cfg->warps_k;
+    L->rec_bytes = f->zp == WB_ZP_INT ? 64 : 32;
+    L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
+    int warps = cfg->warps_n * cfg->warps_k;
+    L->a_stage = L->bm * 128 * cfg->warps_k;
+    L->w_stage = warps * 512;
+    L->s_stage = warps * L->groups_per_chunk * L->rec_bytes;
+    L->a_off = 0;
+    L->w_off = L->a_stage;
+    L->s_off = L->a_stage + L->w_stage;
+    L->stage = L->a_stage + L->w_stage + L->s_stage;
+    L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
+    L->smem = L->stage * cfg->stages;
+    if (L->red_bytes > L->smem)
+        L->smem = L->red_bytes;
+}
+
+int64_t wb_layout_groups(const wb_format *f, int64_t k)
+{
+    return f->g > 0 ? k / f->g : 1;
+}

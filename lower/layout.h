@@ -1,0 +1,29 @@
+/* The block tiling and memory layouts that the lowering and the weight packer share.
+ *
+ * Packed weights (docs/layout.md): for each strip of 16 output channels and each k64 chunk, 512 bytes:
+ * 32 lanes x 4 u32, u32 j holding the 8 codes lane needs for k16 step j of an m16n8k16 A fragment.
+ * Scale records: for each strip and each scale group, 8 u32 scale pairs (T(s[n0+i]), T(s[n0+i+8]))
+ * then, with zp=int, 8 u32 pairs of -(magic + zero) in the compute type T. */
+#ifndef WB_LAYOUT_H
+#define WB_LAYOUT_H
+
+#include <stdint.h>
+#include "warble.h"
+
+#define WB_KW 64 /* k per warp per stage */
+
+typedef struct wb_layout {
+    int bm, bn, bk, threads;
+    int rec_bytes;        /* one scale record: 32, or 64 with zp=int */
+    int groups_per_chunk; /* scale records per warp per stage */
+    int a_stage, w_stage, s_stage, stage; /* bytes */
+    int a_off, w_off, s_off;              /* offsets inside a stage */
+    int red_bytes;        /* split-K reduction buffer */
+    int smem;             /* dynamic shared memory per block */
+} wb_layout;
+
+void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *out);
+/* Scale groups along K of a k-extent (one when g = 0). */
+int64_t wb_layout_groups(const wb_format *f, int64_t k);
+
+#endif

@@ -1,0 +1,77 @@
+/* The legalizer: every refusal names what is missing and where. Runs before any lowering. */
+#include <string.h>
+
+#include "lower/layout.h"
+#include "lower/lower.h"
+
+static int is16(wb_type t) { return t.kind == WB_KIND_F16 || t.kind == WB_KIND_BF16; }
+
+wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
+{
+    char spec[512], tn[8];
+    wb_format_print(f, spec, sizeof spec);
+    if (!is16(f->a))
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build (f16 and bf16 activations only)",
+                       wb_type_name(f->a, tn));
+    if ((f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT) || f->w.bits != 4)
+        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build (int4 and uint4 only)",
+                       wb_type_name(f->w, tn));
+    if (f->zp == WB_ZP_FP)
+        return wb_fail(WB_ERR_UNSUPPORTED, "zp=fp is not supported by this build (none, or int with uintB)");
+    if (!is16(f->ws))
+        return wb_fail(WB_ERR_UNSUPPORTED, "ws=%s is not supported by this build with 16-bit activations "
+                                           "(f16 or bf16)", wb_type_name(f->ws, tn));
+    if (f->g != 0 && f->g != 32 && f->g % WB_KW)
+        return wb_fail(WB_ERR_UNSUPPORTED, "g=%d is not supported by this build (0, 32, or a multiple of 64)", f->g);
+    if (f->gn != 1)
+        return wb_fail(WB_ERR_UNSUPPORTED, "gn=%d is not supported by this build (gn=1 only)", f->gn);
+    if (f->wgs)
+        return wb_fail(WB_ERR_UNSUPPORTED, "wgs=1 is not supported by this build");
+    if (f->acc.kind != WB_KIND_F32)
+        return wb_fail(WB_ERR_UNSUPPORTED, "acc=f16 is not supported by this build (acc=f32)");
+    if (!is16(f->out))
+        return wb_fail(WB_ERR_UNSUPPORTED, "out must be f16 or bf16");
+    if ((f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16 || f->ws.kind == WB_KIND_BF16) &&
+        !(t->features & WB_FEAT_BF16))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 MMA or bf16 conversions: bf16 needs sm_80 or newer",
+                       t->name);
+    return WB_OK;
+}
+
+static int pow2_in(int v, int lo, int hi) { return v >= lo && v <= hi && (v & (v - 1)) == 0; }
+
+wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
+{
+    wb_status s = wb_legalize_format(f, t);
+    if (s)
+        return s;
+    if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
+    if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
+    if (c->mma != WB_MMA_SYNC)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync only)",
+                       wb_mma_name(c->mma));
+    if (c->load == WB_LOAD_TMA && !(t->features & WB_FEAT_TMA))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no TMA (sm_90a and newer)", t->name);
+    if (c->load == WB_LOAD_CP_ASYNC && !(t->features & WB_FEAT_CP_ASYNC))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no cp.async (sm_80 and newer): use --load ldg", t->name);
+    if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_LDG)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load %s is not implemented in this build yet (ldg, cp.async)",
+                       wb_load_name(c->load));
+    if (c->load == WB_LOAD_CP_ASYNC && (c->stages < 2 || c->stages > 8))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load cp.async needs 2..8 stages (got %d)", c->stages);
+    if (c->load == WB_LOAD_LDG && c->stages != 1)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load ldg uses one stage (got %d)", c->stages);
+    if (!pow2_in(c->m_tiles, 1, 8))
+        return wb_fail(WB_ERR_UNSUPPORTED, "m_tiles must be 1, 2, 4 or 8 (got %d)", c->m_tiles);
+    if (!pow2_in(c->warps_n, 1, 8) || !pow2_in(c->warps_k, 1, 8) || c->warps_n * c->warps_k > 16)
+        return wb_fail(WB_ERR_UNSUPPORTED, "warps_n and warps_k must be 1, 2, 4 or 8 with at most 16 warps "
+                                           "(got %d x %d)", c->warps_n, c->warps_k);
+    wb_layout lay;
+    wb_layout_get(f, c, &lay);
+    if (lay.smem > t->smem_max)
+        return wb_fail(WB_ERR_UNSUPPORTED, "this config needs %d bytes of shared memory; %s has %d",
+                       lay.smem, t->name, t->smem_max);
+    return WB_OK;
+}

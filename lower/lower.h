@@ -1,0 +1,16 @@
+/* The lowering pipeline: legalize a (format, target, config), then tile IR -> instruction IR. */
+#ifndef WB_LOWER_H
+#define WB_LOWER_H
+
+#include "dsl/tile.h"
+#include "lower/insn.h"
+#include "lower/target.h"
+
+/* Refuse, with a reason, what this target or this build cannot do. The config must be complete. */
+wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *cfg);
+/* The format part alone (what any config would need). */
+wb_status wb_legalize_format(const wb_format *f, const wb_target *t);
+/* mma.sync lowering of the standard GEMM (lower/lower_gemm.c). */
+wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func *f);
+
+#endif

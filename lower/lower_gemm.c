@@ -1,0 +1,571 @@
+/* wb_lower_gemm: tile IR -> instruction IR with mma.sync, for every target that has it.
+ *
+ * Operand roles are swapped (out^T = W x^T): the dequantized weights are the MMA's A operand (16
+ * output channels per warp), the activations its B operand (8 tokens per m-tile), so a decode GEMM
+ * wastes no MMA rows. One block: warps_n x warps_k warps; each warp owns 16 channels and one k64
+ * slice of every block tile; the warps_k partial sums are reduced in f32 in a fixed order.
+ * Pipeline: `stages` shared-memory buffers filled by cp.async (zero-fill past M), or, without
+ * cp.async, one buffer filled by plain 16-byte loads. The K loop is not unrolled. */
+#include "lower/lower.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lower/layout.h"
+
+typedef struct lw {
+    wb_func *f;
+    wb_kernel *k;
+    const wb_target *t;
+    const wb_format *fmt;
+    const wb_config *cfg;
+    wb_layout lay;
+    const char *T;                     /* compute type: f16 or bf16 */
+    wb_reg tid, lane, gid, tig, wn, wk;
+    wb_reg out, a, w, s, chan;         /* global addresses */
+    wb_reg m, n, kdim, m0, strip0, kchunks, ngroups, kt, nkt;
+    wb_reg smem, ro, wo;               /* shared base, read / write stage offsets */
+    wb_reg **vals;                     /* registers of each tile value */
+    const char *loop_head;             /* label of the K loop */
+} lw;
+
+/* ---- small emit helpers: each returns the new destination register */
+
+static wb_reg op2(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, op, ty, 3, wb_r(d), x, y);
+    return d;
+}
+
+static wb_reg op3(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y, wb_opnd z)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, op, ty, 4, wb_r(d), x, y, z);
+    return d;
+}
+
+static wb_reg mov(lw *L, const char *ty, wb_rc rc, wb_opnd x)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, WB_OP_MOV, ty, 2, wb_r(d), x);
+    return d;
+}
+
+static wb_reg addi(lw *L, wb_reg x, int64_t v)
+{
+    return v ? op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_imm(v)) : x;
+}
+
+static wb_reg add(lw *L, wb_reg x, wb_reg y) { return op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_r(y)); }
+static wb_reg andi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static wb_reg shri(lw *L, wb_reg x, int v) { return op2(L, WB_OP_SHR, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static wb_reg muli(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static wb_reg divi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static wb_reg remi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+
+/* 64-bit address base + (u32 index) * scale */
+static wb_reg addr64(lw *L, wb_reg base, wb_reg index, int scale)
+{
+    wb_reg wide = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(index), wb_imm(scale));
+    return op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(base), wb_r(wide));
+}
+
+static wb_reg cvt(lw *L, const char *ty, wb_rc rc, wb_reg x)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, WB_OP_CVT, ty, 2, wb_r(d), wb_r(x));
+    return d;
+}
+
+static wb_reg prmt(lw *L, wb_reg x, uint32_t selector)
+{
+    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(d), wb_r(x), wb_imm(0), wb_hex(selector));
+    return d;
+}
+
+static wb_reg param(lw *L, const char *name, int is64)
+{
+    wb_reg d = wb_new_reg(L->f, is64 ? WB_RC_B64 : WB_RC_B32);
+    wb_emit(L->f, WB_OP_LD_PARAM, is64 ? "u64" : "u32", 2, wb_r(d), wb_text(name));
+    if (!is64)
+        return d;
+    wb_reg g = wb_new_reg(L->f, WB_RC_B64);
+    wb_emit(L->f, WB_OP_CVTA_GLOBAL, NULL, 2, wb_r(g), wb_r(d));
+    return g;
+}
+
+static wb_reg special(lw *L, const char *name)
+{
+    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_SPECIAL, NULL, 2, wb_r(d), wb_text(name));
+    return d;
+}
+
+static wb_reg *value_regs(lw *L, int value, int count)
+{
+    wb_reg *r = wb_arena_alloc(L->f->arena, (size_t)count * sizeof *r);
+    if (!r) {
+        L->f->oom = 1;
+        return NULL;
+    }
+    L->vals[value] = r;
+    return r;
+}
+
+/* ---- prologue: parameters, thread coordinates */
+
+static void lower_setup(lw *L)
+{
+    L->out = param(L, "p_out", 1);
+    L->a = param(L, "p_a", 1);
+    L->w = param(L, "p_w", 1);
+    L->s = param(L, "p_scale", 1);
+    L->chan = param(L, "p_chan", 1);
+    L->m = param(L, "p_m", 0);
+    L->n = param(L, "p_n", 0);
+    L->kdim = param(L, "p_k", 0);
+    L->tid = special(L, "%tid.x");
+    wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
+    L->lane = andi(L, L->tid, 31);
+    wb_reg warp = shri(L, L->tid, 5);
+    L->wn = remi(L, warp, L->cfg->warps_n);
+    L->wk = divi(L, warp, L->cfg->warps_n);
+    L->gid = shri(L, L->lane, 2);
+    L->tig = andi(L, L->lane, 3);
+    L->m0 = muli(L, by, L->lay.bm);
+    L->strip0 = muli(L, bx, L->cfg->warps_n);
+    L->kchunks = shri(L, L->kdim, 6);
+    L->nkt = divi(L, L->kdim, L->lay.bk);
+    L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
+    L->smem = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
+}
+
+/* ---- global -> shared copies of one stage */
+
+/* Copy 16 bytes: cp.async with zero fill (src_size 0 or 16), or a plain load masked to zero. */
+static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg valid16)
+{
+    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+        wb_emit(L->f, WB_OP_CP_ASYNC_ZFILL, NULL, 3, wb_r(dst), wb_r(src), valid16.id >= 0 ? wb_r(valid16) : wb_imm(16));
+        return;
+    }
+    wb_reg v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_LD_GLOBAL_V4, NULL, 5, wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]), wb_r(src));
+    if (valid16.id >= 0) {
+        /* valid16 is 16 or 0: turn it into an all-ones or zero mask */
+        wb_reg mask = op2(L, WB_OP_SUB, "s32", WB_RC_B32, wb_imm(0), wb_r(shri(L, valid16, 4)));
+        for (int i = 0; i < 4; i++)
+            v[i] = op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(v[i]), wb_r(mask));
+    }
+    wb_emit(L->f, WB_OP_ST_SHARED_V4, NULL, 5, wb_r(dst), wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]));
+}
+
+/* Run `body(L, id, stage)` for every chunk id < total that this thread owns. */
+typedef void chunk_fn(lw *L, wb_reg id, wb_reg stage_base, wb_reg kt);
+
+static void for_chunks(lw *L, int total, chunk_fn *body, wb_reg stage_base, wb_reg kt)
+{
+    int threads = L->lay.threads;
+    for (int i = 0; i * threads < total; i++) {
+        wb_reg id = addi(L, L->tid, (int64_t)i * threads);
+        const char *skip = NULL;
+        if ((i + 1) * threads > total) {
+            wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(id), wb_imm(total));
+            skip = wb_new_label(L->f, "skip");
+            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+        }
+        body(L, id, stage_base, kt);
+        if (skip)
+            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    }
+}
+
+static void copy_a_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
+{
+    int bm = L->lay.bm;
+    wb_reg c = andi(L, id, 7), r = remi(L, shri(L, id, 3), bm), wk = divi(L, id, bm * 8);
+    wb_reg row = add(L, L->m0, r);
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(row), wb_r(L->m));
+    wb_reg src_row = wb_new_reg(L->f, WB_RC_B32), valid = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(src_row), wb_r(row), wb_imm(0), wb_r(p));
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(valid), wb_imm(16), wb_imm(0), wb_r(p));
+    /* element index: row*K + kt*bk + wk*64 + c*8 */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->lay.bk), wb_r(muli(L, c, 8)));
+    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(col), wb_r(wk), wb_imm(WB_KW), wb_r(col));
+    wb_reg rowoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(src_row), wb_r(L->kdim));
+    wb_reg elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(rowoff), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
+    wb_reg bytes = op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1));
+    wb_reg src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(bytes));
+    /* shared: base + wk*bm*128 + r*128 + ((c ^ (r & 7)) * 16), swizzled against bank conflicts */
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, r, 7)));
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 128), wb_r(base));
+    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(dst), wb_r(r), wb_imm(128), wb_r(dst));
+    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(dst), wb_r(sw), wb_imm(16), wb_r(dst));
+    copy16(L, addi(L, dst, L->lay.a_off), src, valid);
+}
+
+static void copy_w_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
+{
+    int wkn = L->cfg->warps_k;
+    wb_reg lane = andi(L, id, 31), wk = remi(L, shri(L, id, 5), wkn), wn = divi(L, id, 32 * wkn);
+    /* ((strip0 + wn) * kchunks + kt*warps_k + wk) * 512 + lane*16 */
+    wb_reg strip = add(L, L->strip0, wn);
+    wb_reg chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(wkn), wb_r(wk));
+    wb_reg cidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->kchunks), wb_r(chunk));
+    wb_reg src = addr64(L, L->w, cidx, 512);
+    src = addr64(L, src, lane, 16);
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(base));
+    copy16(L, addi(L, dst, L->lay.w_off), src, (wb_reg){-1});
+}
+
+static void copy_s_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
+{
+    int wkn = L->cfg->warps_k, pieces = L->lay.groups_per_chunk * L->lay.rec_bytes / 16;
+    wb_reg piece = remi(L, id, pieces), wk = remi(L, divi(L, id, pieces), wkn);
+    wb_reg wn = divi(L, id, pieces * wkn);
+    wb_reg strip = add(L, L->strip0, wn);
+    wb_reg group; /* first scale group of this k64 chunk */
+    if (L->fmt->g == 0) {
+        group = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    } else {
+        wb_reg chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(wkn), wb_r(wk));
+        group = L->fmt->g < WB_KW ? muli(L, chunk, WB_KW / L->fmt->g) : divi(L, chunk, L->fmt->g / WB_KW);
+    }
+    wb_reg gidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->ngroups), wb_r(group));
+    wb_reg src = addr64(L, L->s, gidx, L->lay.rec_bytes);
+    src = addr64(L, src, piece, 16);
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(base));
+    copy16(L, addi(L, dst, L->lay.s_off), src, (wb_reg){-1});
+}
+
+/* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
+static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
+{
+    int warps = L->cfg->warps_n * L->cfg->warps_k;
+    wb_reg base = add(L, L->smem, stage_off);
+    for_chunks(L, L->lay.bm * 8 * L->cfg->warps_k, copy_a_chunk, base, kt);
+    for_chunks(L, warps * 32, copy_w_chunk, base, kt);
+    for_chunks(L, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, copy_s_chunk, base, kt);
+}
+
+/* ---- the K loop */
+
+static void lower_kloop(lw *L)
+{
+    int S = L->cfg->stages, stage = L->lay.stage;
+    L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+        for (int s = 0; s < S - 1; s++) {
+            wb_reg kts = mov(L, "u32", WB_RC_B32, wb_imm(s));
+            wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+            const char *skip = wb_new_label(L->f, "pro");
+            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(kts), wb_r(L->nkt));
+            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+            issue_stage(L, mov(L, "u32", WB_RC_B32, wb_imm((int64_t)s * stage)), kts);
+            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+            wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+        }
+        L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)(S - 1) * stage));
+    }
+    const char *head = wb_new_label(L->f, "kloop");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
+    L->loop_head = head;
+    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+        wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(S - 2));
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        wb_reg next = addi(L, L->kt, S - 1);
+        wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+        const char *skip = wb_new_label(L->f, "noissue");
+        wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+        issue_stage(L, L->wo, next);
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+    } else {
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        issue_stage(L, L->ro, L->kt);
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    }
+}
+
+static wb_reg advance_stage(lw *L, wb_reg off)
+{
+    int S = L->cfg->stages, stage = L->lay.stage;
+    wb_reg next = addi(L, off, stage);
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_imm((int64_t)S * stage));
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(off), wb_imm(0), wb_r(next), wb_r(p));
+    return off;
+}
+
+static void lower_kloop_end(lw *L)
+{
+    const char *head = L->loop_head;
+    if (L->cfg->stages > 1) {
+        advance_stage(L, L->ro);
+        if (L->cfg->load == WB_LOAD_CP_ASYNC)
+            advance_stage(L, L->wo);
+    }
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(head));
+}
+
+/* ---- fragments */
+
+static wb_reg warp_slot(lw *L)
+{
+    /* index of this warp's (wn, wk) slot in the W and scale tiles */
+    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+}
+
+static void lower_frag_w(lw *L, int value)
+{
+    wb_reg *q = value_regs(L, value, 4);
+    if (!q)
+        return;
+    wb_reg addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(warp_slot(L)), wb_imm(512), wb_r(L->ro));
+    addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(addr));
+    addr = add(L, addr, L->smem);
+    addr = addi(L, addr, L->lay.w_off);
+    for (int i = 0; i < 4; i++)
+        q[i] = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]), wb_r(addr));
+}
+
+/* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int. */
+static void lower_frag_scale(lw *L, int value)
+{
+    int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp == WB_ZP_INT;
+    wb_reg *r = value_regs(L, value, gpc * 4);
+    if (!r)
+        return;
+    wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(warp_slot(L)), wb_imm(gpc * L->lay.rec_bytes),
+                      wb_r(L->ro));
+    base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(base));
+    base = addi(L, add(L, base, L->smem), L->lay.s_off);
+    for (int gi = 0; gi < gpc; gi++) {
+        for (int z = 0; z <= zp; z++) {
+            wb_reg rec = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(rec), wb_r(addi(L, base, gi * L->lay.rec_bytes + z * 32)));
+            r[gi * 4 + z * 2 + 0] = prmt(L, rec, 0x1010);
+            r[gi * 4 + z * 2 + 1] = prmt(L, rec, 0x3232);
+        }
+    }
+}
+
+/* Activation fragments by ldmatrix.x4 from the swizzled tile: b[(mt*4 + step)*2 + half]. */
+static void lower_frag_a(lw *L, int value)
+{
+    int mt_n = L->cfg->m_tiles;
+    wb_reg *b = value_regs(L, value, mt_n * 8);
+    if (!b)
+        return;
+    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
+    wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->ro));
+    base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(base));
+    base = addi(L, add(L, base, L->smem), L->lay.a_off);
+    for (int h = 0; h < 2; h++) {
+        wb_reg chunk = addi(L, quad, h * 4);
+        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(chunk), wb_r(row));
+        wb_reg addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(base));
+        for (int mt = 0; mt < mt_n; mt++) {
+            wb_reg *d = &b[(mt * 4 + 2 * h) * 2];
+            for (int i = 0; i < 4; i++)
+                d[i] = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_LDMATRIX_X4, NULL, 5, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                    wb_r(addi(L, addr, mt * 8 * 128)));
+        }
+    }
+}
+
+/* ---- dequant: 4-bit codes -> 16-bit values by the magic-number trick, zero and scale per group.
+ * Each code c sits in the mantissa of `magic` (1024 in f16, 128 in bf16); subtracting
+ * (magic + zero) is exact, then one multiply by the scale rounds once. */
+static void lower_dequant(lw *L, int value, int codes, int scales)
+{
+    int bf = !strcmp(L->T, "bf16");
+    uint32_t magic = bf ? 0x4300 : 0x6400, one = bf ? 0x3F80 : 0x3C00;
+    int zconst = L->fmt->w.kind == WB_KIND_INT ? 1 << (L->fmt->w.bits - 1) : 0;
+    uint32_t negz = 0x8000 | magic | (uint32_t)zconst;
+    const char *ty = bf ? "bf16x2" : "f16x2";
+    wb_reg *q = L->vals[codes], *s = L->vals[scales];
+    wb_reg *out = value_regs(L, value, 16);
+    if (!out || !q || !s)
+        return;
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(wb_arena_printf(L->f->arena, "dequant rule: integer magic number (lop3 into %s 0x%04X, "
+                                    "fma subtracts magic+zero, fma by the group scale)", L->T, magic)));
+    wb_reg one2 = mov(L, "b32", WB_RC_B32, wb_hex(one << 16 | one));
+    wb_reg nz2 = mov(L, "b32", WB_RC_B32, wb_hex(negz << 16 | negz));
+    wb_reg negzero = mov(L, "b32", WB_RC_B32, wb_hex(0x80008000u));
+    for (int step = 0; step < 4; step++) {
+        int gi = L->lay.groups_per_chunk > 1 ? step * 16 / L->fmt->g : 0;
+        for (int i = 0; i < 4; i++) {
+            wb_reg src = i ? shri(L, q[step], 4 * i) : q[step];
+            wb_reg x = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(x), wb_r(src), wb_hex(0x000F000F), wb_hex(magic << 16 | magic),
+                    wb_imm(0xEA));
+            int hi_row = i & 1; /* regs 0 and 2: channel gid; 1 and 3: gid + 8 */
+            wb_reg zoff = L->fmt->zp == WB_ZP_INT ? s[gi * 4 + 2 + hi_row] : nz2;
+            wb_reg h = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_FMA_X2, ty, 4, wb_r(h), wb_r(x), wb_r(one2), wb_r(zoff));
+            wb_reg v = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_FMA_X2, ty, 4, wb_r(v), wb_r(h), wb_r(s[gi * 4 + hi_row]), wb_r(negzero));
+            out[step * 4 + i] = v;
+        }
+    }
+}
+
+static void lower_acc(lw *L, int value)
+{
+    wb_reg *c = value_regs(L, value, L->cfg->m_tiles * 4);
+    if (!c)
+        return;
+    for (int i = 0; i < L->cfg->m_tiles * 4; i++)
+        c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+}
+
+static void lower_mma(lw *L, int acc, int weights, int acts)
+{
+    wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
+    if (!c || !a || !b)
+        return;
+    int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
+    for (int step = 0; step < 4; step++) {
+        wb_reg *w = &a[step * 4];
+        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+            wb_reg *d = &c[mt * 4], *x = &b[(mt * 4 + step) * 2];
+            if (k16) {
+                wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(w[0]),
+                        wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]),
+                        wb_r(d[2]), wb_r(d[3]));
+                continue;
+            }
+            for (int half = 0; half < 2; half++)
+                wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                        wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(d[0]), wb_r(d[1]),
+                        wb_r(d[2]), wb_r(d[3]));
+        }
+    }
+}
+
+/* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */
+
+static void lower_epilogue(lw *L, int acc)
+{
+    wb_reg *c = L->vals[acc];
+    if (!c)
+        return;
+    int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
+    const char *done = wb_new_label(L->f, "done");
+    if (wkn > 1) {
+        if (L->cfg->load == WB_LOAD_CP_ASYNC)
+            wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(0));
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        /* slot of partial sums (wk-1, wn): [i][lane] f32 */
+        wb_reg p0 = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(p0), wb_r(L->wk), wb_imm(0));
+        const char *skip = wb_new_label(L->f, "nored");
+        wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(p0), wb_text(skip));
+        wb_reg slot = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(addi(L, L->wk, -1)), wb_imm(wnn), wb_r(L->wn));
+        wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot), wb_imm(nacc * 128), wb_r(L->smem));
+        base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(base));
+        for (int i = 0; i < nacc; i++)
+            wb_emit(L->f, WB_OP_ST_SHARED, "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p0), wb_text(done));
+        for (int j = 1; j < wkn; j++) {
+            wb_reg b2 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(nacc * 128),
+                            wb_r(L->smem));
+            b2 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(b2));
+            b2 = addi(L, b2, (int64_t)(j - 1) * wnn * nacc * 128);
+            for (int i = 0; i < nacc; i++) {
+                wb_reg v = wb_new_reg(L->f, WB_RC_F32);
+                wb_emit(L->f, WB_OP_LD_SHARED, "f32", 2, wb_r(v), wb_r(addi(L, b2, i * 128)));
+                wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
+            }
+        }
+    }
+    /* channels of this thread: n0 + wn*16 + gid (+8) */
+    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(L->gid));
+    ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(16), wb_r(ch));
+    wb_reg bias[2] = {{-1}, {-1}};
+    if (L->fmt->bias)
+        for (int h = 0; h < 2; h++) {
+            bias[h] = wb_new_reg(L->f, WB_RC_F32);
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
+        }
+    int out_bf = L->fmt->out.kind == WB_KIND_BF16;
+    for (int mt = 0; mt < L->cfg->m_tiles; mt++)
+        for (int i = 0; i < 4; i++) {
+            wb_reg tok = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0));
+            tok = addi(L, tok, mt * 8 + (i & 1));
+            wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+            const char *skip = wb_new_label(L->f, "nost");
+            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
+            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+            wb_reg v = c[mt * 4 + i];
+            if (L->fmt->bias)
+                v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(bias[i >> 1]));
+            wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, v);
+            wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->n), wb_r(addi(L, ch, (i >> 1) * 8)));
+            wb_emit(L->f, WB_OP_ST_GLOBAL, "b16", 2, wb_r(addr64(L, L->out, idx, 2)), wb_r(h));
+            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        }
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    wb_emit(L->f, WB_OP_RET, NULL, 0);
+}
+
+wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func *f)
+{
+    lw L = {0};
+    L.f = f;
+    L.k = k;
+    L.t = t;
+    L.fmt = &k->fmt;
+    L.cfg = &k->cfg;
+    L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
+    wb_layout_get(&k->fmt, &k->cfg, &L.lay);
+    L.vals = wb_arena_alloc(f->arena, (size_t)(k->nvalues + 1) * sizeof *L.vals);
+    if (!L.vals)
+        return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");
+    lower_setup(&L);
+    for (int i = 0; i < k->nops; i++) {
+        const wb_tile_op *o = &k->ops[i];
+        const char *text = annotate ? wb_tile_op_text(k, o) : NULL;
+        if (annotate)
+            wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(f->arena, "ir: %s", text ? text : "?")));
+        switch (o->op) {
+        case WB_TOP_LOAD_TILE: break; /* the K loop issues the copies of every declared tile */
+        case WB_TOP_KLOOP: lower_kloop(&L); break;
+        case WB_TOP_LOAD_FRAG:
+            if (o->operand == WB_OPERAND_W)
+                lower_frag_w(&L, o->result);
+            else if (o->operand == WB_OPERAND_SCALE)
+                lower_frag_scale(&L, o->result);
+            else
+                lower_frag_a(&L, o->result);
+            break;
+        case WB_TOP_DEQUANT: lower_dequant(&L, o->result, o->args[0], o->args[1]); break;
+        case WB_TOP_ACC: lower_acc(&L, o->result); break;
+        case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
+        case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
+        case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
+        case WB_TOP_COUNT: break;
+        }
+    }
+    if (f->oom)
+        return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");
+    return WB_OK;
+}
