@@ -1,0 +1,211 @@
+/* Tile-IR builder and validator, the legalizer's decisions per architecture, configs and PTX emission. */
+#include <string.h>
+
+#include "dsl/tile.h"
+#include "testutil.h"
+
+static wb_format fmt(const char *spec)
+{
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
+    return f;
+}
+
+static wb_config full_config(const wb_format *f, wb_arch arch, int64_t m)
+{
+    wb_config c = {0};
+    ck_assert_int_eq(wb_config_choose(f, arch, m, 4096, 4096, &c), WB_OK);
+    return c;
+}
+
+START_TEST(builder_errors_are_sticky)
+{
+    wb_format f = fmt("w4a16");
+    wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
+    wb_kernel *k = wb_kernel_create(&f, &c);
+    int w = wb_load_tile(k, WB_OPERAND_W, 2);
+    ck_assert_int_ge(w, 0);
+    ck_assert_int_eq(wb_load_frag(k, w), -1); /* outside the loop */
+    ck_assert_str_eq(k->error, "wb_load_frag: fragments are loaded inside the K loop");
+    wb_kloop(k); /* harmless now */
+    ck_assert_int_eq(k->nops, 1);
+    ck_assert_int_eq(wb_kernel_validate(k), WB_ERR_INVALID);
+    ck_assert_str_eq(wb_last_error(), "wb_load_frag: fragments are loaded inside the K loop");
+    wb_kernel_destroy(k);
+}
+END_TEST
+
+START_TEST(builder_checks_operand_kinds)
+{
+    wb_format f = fmt("w4a16");
+    wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
+    wb_kernel *k = wb_kernel_create(&f, &c);
+    int a = wb_load_tile(k, WB_OPERAND_A, 2);
+    int acc = wb_acc(k);
+    wb_kloop(k);
+    int af = wb_load_frag(k, a);
+    ck_assert_int_eq(wb_dequant(k, af, -1), -1);
+    ck_assert_str_eq(k->error, "wb_dequant: codes must be a W fragment");
+    (void)acc;
+    wb_kernel_destroy(k);
+
+    k = wb_kernel_create(&f, &c);
+    wb_kloop(k);
+    wb_kloop_end(k);
+    wb_kloop_end(k);
+    ck_assert_str_eq(k->error, "wb_kloop_end: no open K loop");
+    wb_kernel_destroy(k);
+}
+END_TEST
+
+START_TEST(standard_gemm_validates_and_prints)
+{
+    wb_format f = fmt("w4a16-zp");
+    wb_config c = full_config(&f, WB_ARCH_SM80, 64);
+    wb_kernel *k = wb_build_gemm(&f, &c);
+    ck_assert_int_eq(wb_kernel_validate(k), WB_OK);
+    wb_buf b = {0};
+    wb_kernel_print(k, &b);
+    ck_assert_ptr_nonnull(strstr(b.data, "%7 = dequant %4 %5"));
+    ck_assert_ptr_nonnull(strstr(b.data, "epilogue %3"));
+    wb_buf_free(&b);
+    wb_kernel_destroy(k);
+}
+END_TEST
+
+static wb_status ptx_for(const char *spec, wb_arch arch, wb_config c, char **ptx)
+{
+    wb_format f = fmt(spec);
+    wb_status s = wb_config_choose(&f, arch, 16, 4096, 4096, &c);
+    ck_assert_int_eq(s, WB_OK);
+    return wb_kernel_ptx(&f, arch, &c, 0, ptx);
+}
+
+START_TEST(legalizer_refuses_with_reasons)
+{
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("w4a16,a=bf16", WB_ARCH_SM75, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "bf16 needs sm_80 or newer"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_str_eq(wb_last_error(), "sm_80 has no wgmma (sm_90a only)");
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_90a has no tcgen05"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM75, (wb_config){.load = WB_LOAD_CP_ASYNC}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_75 has no cp.async"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.load = WB_LOAD_CP_ASYNC, .stages = 1}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "2..8 stages"));
+    ck_assert_int_eq(ptx_for("w8a16", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "int4 and uint4 only"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "m_tiles must be 1, 2, 4 or 8"));
+    ck_assert_ptr_null(ptx);
+}
+END_TEST
+
+START_TEST(ptx_per_architecture)
+{
+    static const struct {
+        wb_arch arch;
+        const char *target, *mma, *load;
+    } cases[] = {
+        {WB_ARCH_SM75, ".target sm_75", "m16n8k8.row.col.f32.f16", "ld.global.nc.v4.u32"},
+        {WB_ARCH_SM80, ".target sm_80", "m16n8k16.row.col.f32.f16", "cp.async.cg.shared.global"},
+        {WB_ARCH_SM90A, ".target sm_90a", "m16n8k16.row.col.f32.f16", "cp.async.cg.shared.global"},
+        {WB_ARCH_SM103A, ".target sm_103a", "m16n8k16.row.col.f32.f16", "cp.async.cg.shared.global"},
+        {WB_ARCH_SM120A, ".target sm_120a", "m16n8k16.row.col.f32.f16", "cp.async.cg.shared.global"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *ptx = NULL, *again = NULL;
+        ck_assert_int_eq(ptx_for("w4a16", cases[i].arch, (wb_config){0}, &ptx), WB_OK);
+        ck_assert_ptr_nonnull(strstr(ptx, cases[i].target));
+        ck_assert_ptr_nonnull(strstr(ptx, cases[i].mma));
+        ck_assert_ptr_nonnull(strstr(ptx, cases[i].load));
+        ck_assert_ptr_nonnull(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+        ck_assert_ptr_null(strstr(ptx, "// ir:"));
+        ck_assert_int_eq(ptx_for("w4a16", cases[i].arch, (wb_config){0}, &again), WB_OK);
+        ck_assert_str_eq(ptx, again); /* deterministic */
+        free(ptx);
+        free(again);
+    }
+}
+END_TEST
+
+START_TEST(annotated_ptx_names_ops_and_rules)
+{
+    wb_format f = fmt("w4a16,a=bf16");
+    wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "// ir: %7 = dequant %4 %5"));
+    ck_assert_ptr_nonnull(strstr(ptx, "dequant rule: integer magic number (lop3 into bf16 0x4300"));
+    ck_assert_ptr_nonnull(strstr(ptx, "fma.rn.bf16x2"));
+    free(ptx);
+}
+END_TEST
+
+START_TEST(config_choice_and_shape_rules)
+{
+    wb_format f = fmt("w4a16");
+    for (int64_t m = 1; m <= 8192; m *= 2) {
+        wb_config c = full_config(&f, WB_ARCH_SM90A, m);
+        ck_assert_int_eq(wb_kernel_check_shape(&f, &c, m, 4096, 4096), WB_OK);
+        char *ptx = NULL;
+        ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
+        free(ptx);
+        wb_launch_dims d;
+        ck_assert_int_eq(wb_kernel_dims(&f, &c, m, 4096, 4096, &d), WB_OK);
+        ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 4096u);
+        ck_assert_uint_ge(d.grid[1] * 8u * (unsigned)c.m_tiles, (unsigned)m);
+    }
+    wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
+    ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 1, 4100, 4096), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 1, 4096, 4160), WB_ERR_INVALID); /* not a multiple of g */
+    wb_format pc = fmt("w4a16,g=0");
+    wb_config c2 = {.warps_k = 4};
+    ck_assert_int_eq(wb_config_choose(&pc, WB_ARCH_SM90A, 1, 4096, 4096, &c2), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&pc, &c2, 1, 4096, 4160), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "K a multiple of 256"));
+    char buf[128];
+    wb_config_print(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "mt=1,wn=1,wk=4,stages=4,load=cp.async,mma=mma.sync");
+}
+END_TEST
+
+START_TEST(arch_names)
+{
+    wb_arch a;
+    ck_assert_int_eq(wb_arch_parse("hopper", &a), WB_OK);
+    ck_assert_int_eq(a, WB_ARCH_SM90A);
+    ck_assert_int_eq(wb_arch_parse("b300", &a), WB_OK);
+    ck_assert_int_eq(a, WB_ARCH_SM103A);
+    ck_assert_int_eq(wb_arch_parse("sm_91", &a), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "unknown architecture 'sm_91'"));
+    ck_assert_int_eq(wb_arch_from_cc(9, 0, &a), WB_OK);
+    ck_assert_int_eq(a, WB_ARCH_SM90A);
+    ck_assert_int_eq(wb_arch_from_cc(8, 7, &a), WB_OK);
+    ck_assert_int_eq(a, WB_ARCH_SM86);
+    ck_assert_int_eq(wb_arch_from_cc(7, 0, &a), WB_ERR_UNSUPPORTED);
+    for (int i = 0; i < WB_ARCH_COUNT; i++) {
+        ck_assert_int_eq(wb_arch_parse(wb_arch_name((wb_arch)i), &a), WB_OK);
+        ck_assert_int_eq(a, i);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kernel");
+    TCase *t = tcase_create("kernel");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, builder_errors_are_sticky);
+    tcase_add_test(t, builder_checks_operand_kinds);
+    tcase_add_test(t, standard_gemm_validates_and_prints);
+    tcase_add_test(t, legalizer_refuses_with_reasons);
+    tcase_add_test(t, ptx_per_architecture);
+    tcase_add_test(t, annotated_ptx_names_ops_and_rules);
+    tcase_add_test(t, config_choice_and_shape_rules);
+    tcase_add_test(t, arch_names);
+    suite_add_tcase(s, t);
+    return wbt_run(s);
+}

@@ -1,0 +1,110 @@
+/* Weight packing: pack then unpack is the identity; scale and zero records sit where the kernel reads. */
+#include <string.h>
+
+#include "testutil.h"
+
+static void random_codes(uint8_t *c, size_t n, uint64_t *st)
+{
+    for (size_t i = 0; i < n; i++)
+        c[i] = (uint8_t)(wbt_next(st) & 15);
+}
+
+START_TEST(pack_unpack_identity)
+{
+    uint64_t st = wbt_seed();
+    static const char *const specs[] = {"w4a16", "w4a16,w=uint4", "w4a16-zp", "w4a16,a=bf16,g=32"};
+    static const int64_t shapes[][2] = {{16, 64}, {48, 128}, {64, 256}, {256, 512}};
+    for (size_t si = 0; si < 4; si++)
+        for (size_t hi = 0; hi < 4; hi++) {
+            wb_format f;
+            ck_assert_int_eq(wb_format_parse(specs[si], &f), WB_OK);
+            int64_t n = shapes[hi][0], k = shapes[hi][1], g = f.g ? f.g : k;
+            if (k % g)
+                continue;
+            uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k)), *z = malloc((size_t)(n * k / g));
+            uint16_t *s = malloc((size_t)(n * k / g) * 2);
+            random_codes(w, (size_t)(n * k), &st);
+            random_codes(z, (size_t)(n * k / g), &st);
+            for (int64_t i = 0; i < n * k / g; i++)
+                s[i] = wb_f16_from_double((double)(wbt_next(&st) % 1000) / 977.0 - 0.5);
+            wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
+            wb_packed p;
+            ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
+            ck_assert_uint_eq(p.w_bytes, (size_t)(n * k / 2));
+            ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+            ck_assert_mem_eq(w, back, (size_t)(n * k));
+            wb_packed_free(&p);
+            free(w);
+            free(back);
+            free(z);
+            free(s);
+        }
+}
+END_TEST
+
+START_TEST(scale_and_zero_records)
+{
+    uint64_t st = wbt_seed() ^ 0x5a5a;
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16-zp,g=64", &f), WB_OK);
+    int64_t n = 32, k = 128, groups = k / 64;
+    uint8_t w[32 * 128], z[32 * 2];
+    uint16_t s[32 * 2];
+    random_codes(w, sizeof w, &st);
+    random_codes(z, sizeof z, &st);
+    for (int i = 0; i < 64; i++)
+        s[i] = wb_f16_from_double(0.01 * (i + 1));
+    wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = z};
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
+    ck_assert_uint_eq(p.scale_bytes, (size_t)(n / 16 * groups * 64));
+    const uint16_t *r = p.scale;
+    for (int64_t strip = 0; strip < n / 16; strip++)
+        for (int64_t q = 0; q < groups; q++)
+            for (int i = 0; i < 16; i++) {
+                const uint16_t *rec = r + (strip * groups + q) * 32;
+                int64_t row = strip * 16 + i;
+                int half = (i % 8) * 2 + i / 8;
+                ck_assert_uint_eq(rec[half], s[row * groups + q]);
+                ck_assert(wb_f16_to_double(rec[16 + half]) == -(1024.0 + z[row * groups + q]));
+            }
+    wb_packed_free(&p);
+}
+END_TEST
+
+START_TEST(pack_rejects_bad_codes_and_args)
+{
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    uint8_t w[16 * 64];
+    uint16_t s[16 * 1];
+    memset(w, 3, sizeof w);
+    memset(s, 0, sizeof s);
+    w[5 * 64 + 7] = 0x13;
+    f.g = 0;
+    wb_host_weights hw = {.w = w, .w_scale = s};
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_str_eq(wb_last_error(), "weight code 0x13 at (5, 7) has bits above the 4 low bits");
+    ck_assert_ptr_null(p.w);
+    w[5 * 64 + 7] = 1;
+    hw.bias = s;
+    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "bias"));
+    hw.bias = NULL;
+    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_OK);
+    wb_packed_free(&p);
+    wb_packed_free(NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pack");
+    TCase *t = tcase_create("pack");
+    tcase_add_test(t, pack_unpack_identity);
+    tcase_add_test(t, scale_and_zero_records);
+    tcase_add_test(t, pack_rejects_bad_codes_and_args);
+    suite_add_tcase(s, t);
+    return wbt_run(s);
+}
