@@ -50,7 +50,7 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libwarble.a include/warble.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -o $@ $< $(BUILD)/libwarble.a -ldl -lm -lpthread
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libwarble.a
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libwarble.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -o $@ $< $(BUILD)/libwarble.a $(CHECK_LIBS) -ldl -lm -lpthread
 

@@ -1,0 +1,109 @@
+/* The CUDA driver as warble sees it: a table of function pointers, filled by dlopen("libcuda.so.1")
+ * at run time so the library builds and runs without the CUDA toolkit. Tests install a fake table to
+ * drive the no-driver and failure paths. The few types and constants below are copied from cuda.h
+ * (same numeric values); nothing here includes it. Internal: not installed. */
+#ifndef WB_CUDA_API_H
+#define WB_CUDA_API_H
+
+#include <stddef.h>
+#include "dsl/common.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef int CUdevice_attribute;
+typedef int CUfunction_attribute;
+typedef int CUjit_option;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_PTX = 218,
+    CUDA_ERROR_NOT_FOUND = 500,
+};
+
+enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+
+enum {
+    CU_JIT_INFO_LOG_BUFFER = 3,
+    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+enum { CU_EVENT_DEFAULT = 0 };
+
+/* X-macro: member name, exported symbol, return type and parameter list. The symbol is the versioned
+ * name the driver exports for the API of current headers (cuMemAlloc -> cuMemAlloc_v2, ...). */
+#define WB_CUDA_FUNCS(X)                                                                            \
+    X(cuInit, "cuInit", (unsigned flags))                                                           \
+    X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                                     \
+    X(cuDeviceGet, "cuDeviceGet", (CUdevice * dev, int ordinal))                                    \
+    X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                                           \
+    X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))                      \
+    X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *pi, CUdevice_attribute attrib, CUdevice dev)) \
+    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))       \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                    \
+    X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                                          \
+    X(cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext * pctx))                                       \
+    X(cuCtxSynchronize, "cuCtxSynchronize", (void))                                                 \
+    X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * dptr, size_t bytes))                              \
+    X(cuMemFree, "cuMemFree_v2", (CUdeviceptr dptr))                                                \
+    X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src, size_t bytes))            \
+    X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t bytes))                  \
+    X(cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr dst, unsigned char uc, size_t n))                   \
+    X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                     \
+      (CUmodule * module, const void *image, unsigned n_options, CUjit_option *options, void **values)) \
+    X(cuModuleUnload, "cuModuleUnload", (CUmodule module))                                          \
+    X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction * fn, CUmodule module, const char *name)) \
+    X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, CUfunction_attribute attrib, int value)) \
+    X(cuLaunchKernel, "cuLaunchKernel",                                                             \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
+       unsigned smem, CUstream stream, void **params, void **extra))                                \
+    X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))                                \
+    X(cuEventCreate, "cuEventCreate", (CUevent * ev, unsigned flags))                               \
+    X(cuEventRecord, "cuEventRecord", (CUevent ev, CUstream stream))                                \
+    X(cuEventSynchronize, "cuEventSynchronize", (CUevent ev))                                       \
+    X(cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end))           \
+    X(cuEventDestroy, "cuEventDestroy_v2", (CUevent ev))                                            \
+    X(cuGetErrorName, "cuGetErrorName", (CUresult err, const char **name))                          \
+    X(cuGetErrorString, "cuGetErrorString", (CUresult err, const char **str))
+
+typedef struct wb_cuda_api {
+#define WB_CUDA_MEMBER(name, sym, params) CUresult (*name) params;
+    WB_CUDA_FUNCS(WB_CUDA_MEMBER)
+#undef WB_CUDA_MEMBER
+} wb_cuda_api;
+
+/* The driver table: the fake one when installed, else libcuda loaded on first use (kept loaded for
+ * the life of the process). WB_ERR_NO_DRIVER with the dlopen/dlsym message when it cannot be loaded. */
+wb_status wb_cuda_load(const wb_cuda_api **out);
+
+/* Tests: install a fake table used by every later wb_cuda_load (NULL goes back to the real driver). */
+void wb_cuda_install_fake(const wb_cuda_api *api);
+/* Tests and tools: the library that wb_cuda_load opens (NULL = $WARBLE_LIBCUDA, else "libcuda.so.1").
+ * Forgets an earlier load, so the next wb_cuda_load opens the new path. */
+void wb_cuda_set_library(const char *path);
+
+/* WB_OK when r is CUDA_SUCCESS; else wb_fail(status, "<call> failed: CUDA_ERROR_X (text)"). */
+wb_status wb_cuda_fail(const wb_cuda_api *api, CUresult r, wb_status status, const char *call);
+static inline wb_status wb_cuda_check(const wb_cuda_api *api, CUresult r, const char *call)
+{
+    return r == CUDA_SUCCESS ? WB_OK : wb_cuda_fail(api, r, WB_ERR_DRIVER, call);
+}
+
+#endif

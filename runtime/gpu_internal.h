@@ -1,0 +1,30 @@
+/* The wb_gpu handle, shared by gpu.c (device, memory, launch, timing), module_cache.c (PTX -> function)
+ * and layer.c. Internal: not installed. */
+#ifndef WB_GPU_INTERNAL_H
+#define WB_GPU_INTERNAL_H
+
+#include <pthread.h>
+#include "runtime/cuda_api.h"
+
+typedef struct wb_module_entry wb_module_entry; /* module_cache.c */
+
+struct wb_gpu {
+    const wb_cuda_api *api;
+    CUdevice dev;
+    CUcontext ctx;
+    wb_arch arch;
+    int cc_major, cc_minor;
+    int sm_count;
+    char name[256];
+    pthread_mutex_t cache_lock; /* guards `modules` */
+    wb_module_entry *modules;   /* loaded modules, by PTX sha256 */
+};
+
+/* Every entry point taking a wb_gpu starts here: NULL -> WB_ERR_INVALID naming `fn`; then makes the
+ * gpu's context current on the calling thread. */
+wb_status wb_gpu_enter(wb_gpu *gpu, const char *fn);
+
+/* Unload every cached module (wb_gpu_destroy; the context must be current). */
+void wb_module_cache_free(wb_gpu *gpu);
+
+#endif

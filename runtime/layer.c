@@ -1,0 +1,225 @@
+/* A layer: one weight matrix in a format, packed and uploaded once, plus the kernels built for it, one
+ * per config. wb_layer_gemm is the launch path: it checks the shape, picks a config, builds the kernel
+ * the first time (PTX -> JIT through the gpu's module cache) and launches it; no device allocation and
+ * no synchronization. */
+#include "runtime/gpu_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct layer_kernel {
+    wb_config cfg; /* complete */
+    void *fn;
+    char sha256[65];
+} layer_kernel;
+
+struct wb_layer {
+    wb_gpu *gpu;
+    wb_format f;
+    wb_arch arch;
+    int64_t n, k;
+    wb_devptr w, scale, chan; /* 0 when the format has no such buffer */
+    int has_forced;
+    wb_config forced;
+    pthread_mutex_t lock; /* guards kernels and last */
+    layer_kernel *kernels;
+    int nkernels, cap;
+    int has_last;
+    wb_config last_cfg;
+    char last_sha256[65];
+};
+
+static int config_equal(const wb_config *a, const wb_config *b)
+{
+    return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
+           a->stages == b->stages && a->load == b->load && a->mma == b->mma;
+}
+
+static int config_complete(const wb_config *c)
+{
+    return c->m_tiles && c->warps_n && c->warps_k && c->stages && c->load && c->mma;
+}
+
+/* Allocate and fill one device buffer (none for 0 bytes). */
+static wb_status upload_buffer(wb_gpu *gpu, const void *host, size_t bytes, wb_devptr *out)
+{
+    wb_status st = wb_gpu_alloc(gpu, bytes, out);
+    if (!st && bytes)
+        st = wb_gpu_upload(gpu, *out, host, bytes);
+    return st;
+}
+
+wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
+                          const wb_host_weights *w, wb_layer **out)
+{
+    if (out)
+        *out = NULL;
+    if (!gpu || !f || !w || !out)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_create: NULL %s",
+                       !gpu ? "gpu" : !f ? "format" : !w ? "weights" : "out");
+    if (n < 1 || k < 1 || n > INT32_MAX || k > INT32_MAX)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_create: n and k must be in [1, 2^31) (got %lld, %lld)",
+                       (long long)n, (long long)k);
+    wb_status st = wb_format_check_shape(f, 1, n, k);
+    if (st)
+        return st;
+    wb_layer *l = calloc(1, sizeof *l);
+    if (!l)
+        return wb_fail(WB_ERR_NOMEM, "wb_layer_create: out of memory");
+    if (pthread_mutex_init(&l->lock, NULL) != 0) {
+        free(l);
+        return wb_fail(WB_ERR_NOMEM, "wb_layer_create: pthread_mutex_init failed");
+    }
+    l->gpu = gpu;
+    l->f = *f;
+    l->arch = wb_gpu_arch(gpu);
+    l->n = n;
+    l->k = k;
+    wb_packed p;
+    memset(&p, 0, sizeof p);
+    st = wb_pack_weights(f, n, k, w, &p);
+    if (!st)
+        st = upload_buffer(gpu, p.w, p.w_bytes, &l->w);
+    if (!st)
+        st = upload_buffer(gpu, p.scale, p.scale_bytes, &l->scale);
+    if (!st)
+        st = upload_buffer(gpu, p.chan, p.chan_bytes, &l->chan);
+    wb_packed_free(&p);
+    if (st) {
+        wb_layer_destroy(l);
+        return st;
+    }
+    *out = l;
+    return WB_OK;
+}
+
+void wb_layer_destroy(wb_layer *layer)
+{
+    if (!layer)
+        return;
+    /* Frees are best effort: a destroy cannot report, and must not overwrite the message of the
+     * failure that led here (wb_layer_create cleans up through this), so the driver is called directly. */
+    wb_devptr bufs[3] = {layer->w, layer->scale, layer->chan};
+    const wb_cuda_api *api = layer->gpu->api;
+    if (bufs[0] || bufs[1] || bufs[2])
+        api->cuCtxSetCurrent(layer->gpu->ctx);
+    for (int i = 0; i < 3; i++)
+        if (bufs[i])
+            api->cuMemFree(bufs[i]);
+    free(layer->kernels); /* the functions belong to the gpu's module cache */
+    pthread_mutex_destroy(&layer->lock);
+    free(layer);
+}
+
+wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: layer is NULL");
+    if (cfg && (cfg->m_tiles < 0 || cfg->warps_n < 0 || cfg->warps_k < 0 || cfg->stages < 0 ||
+                cfg->load < 0 || cfg->mma < 0))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: negative config field");
+    pthread_mutex_lock(&layer->lock);
+    layer->has_forced = cfg != NULL;
+    if (cfg)
+        layer->forced = *cfg;
+    pthread_mutex_unlock(&layer->lock);
+    return WB_OK;
+}
+
+/* The kernel of a complete config: from the layer's list, else built and loaded. Lock held. */
+static wb_status find_kernel(wb_layer *l, const wb_config *cfg, layer_kernel **out)
+{
+    for (int i = 0; i < l->nkernels; i++)
+        if (config_equal(&l->kernels[i].cfg, cfg)) {
+            *out = &l->kernels[i];
+            return WB_OK;
+        }
+    if (l->nkernels == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 4;
+        layer_kernel *k = realloc(l->kernels, sizeof *k * (size_t)cap);
+        if (!k)
+            return wb_fail(WB_ERR_NOMEM, "wb_layer_gemm: out of memory");
+        l->kernels = k;
+        l->cap = cap;
+    }
+    layer_kernel *kern = &l->kernels[l->nkernels];
+    memset(kern, 0, sizeof *kern);
+    kern->cfg = *cfg;
+    char *ptx = NULL;
+    wb_status st = wb_kernel_ptx(&l->f, l->arch, cfg, 0, &ptx);
+    if (!st) {
+        wb_sha256_hex(ptx, strlen(ptx), kern->sha256);
+        st = wb_gpu_load(l->gpu, ptx, wb_kernel_entry(), &kern->fn);
+    }
+    free(ptx);
+    if (st)
+        return st;
+    l->nkernels++;
+    *out = kern;
+    return WB_OK;
+}
+
+/* Shape checks, config choice and the kernel, with the layer lock held. */
+static wb_status prepare(wb_layer *l, int64_t m, wb_config *cfg, void **fn)
+{
+    wb_status st = wb_format_check_shape(&l->f, m, l->n, l->k);
+    if (st)
+        return st;
+    memset(cfg, 0, sizeof *cfg);
+    if (l->has_forced)
+        *cfg = l->forced;
+    if (!config_complete(cfg) && (st = wb_config_choose(&l->f, l->arch, m, l->n, l->k, cfg)))
+        return st;
+    if ((st = wb_kernel_check_shape(&l->f, cfg, m, l->n, l->k)))
+        return st;
+    layer_kernel *kern = NULL;
+    if ((st = find_kernel(l, cfg, &kern)))
+        return st;
+    *fn = kern->fn;
+    l->has_last = 1;
+    l->last_cfg = *cfg;
+    memcpy(l->last_sha256, kern->sha256, sizeof l->last_sha256);
+    return WB_OK;
+}
+
+wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: layer is NULL");
+    if (m < 1 || m > INT32_MAX)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: m must be in [1, 2^31) (got %lld)", (long long)m);
+    if (!a || !out)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: NULL %s pointer", !a ? "activation" : "output");
+    wb_config cfg;
+    void *fn = NULL;
+    pthread_mutex_lock(&layer->lock);
+    wb_status st = prepare(layer, m, &cfg, &fn);
+    pthread_mutex_unlock(&layer->lock);
+    if (st)
+        return st;
+    wb_launch_dims d;
+    if ((st = wb_kernel_dims(&layer->f, &cfg, m, layer->n, layer->k, &d)))
+        return st;
+    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32). */
+    uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan;
+    uint32_t p_m = (uint32_t)m, p_n = (uint32_t)layer->n, p_k = (uint32_t)layer->k;
+    void *params[8] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k};
+    return wb_gpu_launch(layer->gpu, fn, &d, stream, params);
+}
+
+wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65])
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_last_kernel: layer is NULL");
+    wb_layer *l = (wb_layer *)layer; /* the lock is not part of the logical state */
+    pthread_mutex_lock(&l->lock);
+    int has = l->has_last;
+    if (has && cfg)
+        *cfg = l->last_cfg;
+    if (has && sha256_hex)
+        memcpy(sha256_hex, l->last_sha256, 65);
+    pthread_mutex_unlock(&l->lock);
+    if (!has)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_last_kernel: no wb_layer_gemm call on this layer yet");
+    return WB_OK;
+}

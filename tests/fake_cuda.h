@@ -1,0 +1,262 @@
+/* A fake CUDA driver table for the runtime tests: counts calls, records the last launch (and copies
+ * its parameter values, since they live on the caller's stack), and fails on request. Header-only:
+ * each test program includes it once. */
+#ifndef WB_FAKE_CUDA_H
+#define WB_FAKE_CUDA_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/cuda_api.h"
+#include "testutil.h"
+
+/* ---------------------------------------------------------------- the fake driver */
+
+static struct {
+    int device_count;
+    CUresult init_result, alloc_result, set_current_result, jit_result;
+    int set_current, alloc, free_, htod, dtoh, memset_, sync, retain, release;
+    int loads, unloads, get_function, set_attribute, launches, event_create, event_destroy, records;
+    int elapsed_calls;
+    int capture_layer_params; /* copy launch params as the layer kernel's (u64 x 5, u32 x 3) */
+    const float *elapsed_ms; /* per cuEventElapsedTime call */
+    CUcontext current;
+    CUdeviceptr next_ptr;
+    /* the last launch */
+    CUfunction launch_fn;
+    unsigned launch_dims[7];
+    CUstream launch_stream;
+    void **launch_params;
+    uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
+    uint32_t launch_u32[3]; /* m, n, k */
+    int attrib, attrib_value;
+    pthread_mutex_t lock;
+} fake;
+
+static const char *jit_log = "ptxas application ptx input, line 3; error   : Unknown symbol 'foo'\n"
+                             "ptxas fatal   : Ptx assembly aborted due to errors\n\n";
+
+static CUresult f_init(unsigned flags) { return flags ? CUDA_ERROR_INVALID_VALUE : fake.init_result; }
+static CUresult f_driver_version(int *v) { *v = 13000; return CUDA_SUCCESS; }
+static CUresult f_device_get(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+static CUresult f_device_count(int *n) { *n = fake.device_count; return CUDA_SUCCESS; }
+static CUresult f_device_name(char *name, int len, CUdevice d)
+{
+    (void)d;
+    strncpy(name, "Fake H200", (size_t)len);
+    return CUDA_SUCCESS;
+}
+static CUresult f_device_attribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d)
+{
+    (void)d;
+    fake.retain++;
+    *c = (CUcontext)(uintptr_t)0xC0;
+    return CUDA_SUCCESS;
+}
+static CUresult f_release(CUdevice d) { (void)d; fake.release++; return CUDA_SUCCESS; }
+static CUresult f_set_current(CUcontext c)
+{
+    pthread_mutex_lock(&fake.lock);
+    fake.set_current++;
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.set_current_result)
+        return fake.set_current_result;
+    fake.current = c;
+    return CUDA_SUCCESS;
+}
+static CUresult f_get_current(CUcontext *c) { *c = fake.current; return CUDA_SUCCESS; }
+static CUresult f_ctx_sync(void) { fake.sync++; return CUDA_SUCCESS; }
+static CUresult f_alloc(CUdeviceptr *p, size_t bytes)
+{
+    (void)bytes;
+    fake.alloc++;
+    if (fake.alloc_result)
+        return fake.alloc_result;
+    *p = fake.next_ptr += 0x10000;
+    return CUDA_SUCCESS;
+}
+static CUresult f_free(CUdeviceptr p) { (void)p; fake.free_++; return CUDA_SUCCESS; }
+static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) { (void)d, (void)s, (void)n; fake.htod++; return CUDA_SUCCESS; }
+static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) { (void)s; memset(d, 0x5a, n); fake.dtoh++; return CUDA_SUCCESS; }
+static CUresult f_memset(CUdeviceptr d, unsigned char c, size_t n) { (void)d, (void)c, (void)n; fake.memset_++; return CUDA_SUCCESS; }
+
+static CUresult f_load(CUmodule *m, const void *image, unsigned n, CUjit_option *opts, void **values)
+{
+    (void)image;
+    pthread_mutex_lock(&fake.lock);
+    int id = ++fake.loads;
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.jit_result) {
+        char *log = NULL;
+        size_t size = 0;
+        for (unsigned i = 0; i < n; i++) {
+            if (opts[i] == CU_JIT_ERROR_LOG_BUFFER)
+                log = values[i];
+            if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+                size = (size_t)(uintptr_t)values[i];
+        }
+        if (log && size)
+            snprintf(log, size, "%s", jit_log);
+        return fake.jit_result;
+    }
+    *m = (CUmodule)(uintptr_t)(0x1000 * id);
+    return CUDA_SUCCESS;
+}
+static CUresult f_unload(CUmodule m) { (void)m; fake.unloads++; return CUDA_SUCCESS; }
+static CUresult f_get_function(CUfunction *f, CUmodule m, const char *name)
+{
+    fake.get_function++;
+    if (!strcmp(name, "missing"))
+        return CUDA_ERROR_NOT_FOUND;
+    *f = (CUfunction)((uintptr_t)m + strlen(name));
+    return CUDA_SUCCESS;
+}
+static CUresult f_set_attribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    (void)f;
+    fake.set_attribute++;
+    fake.attrib = a;
+    fake.attrib_value = v;
+    return CUDA_SUCCESS;
+}
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
+{
+    fake.launches++;
+    fake.launch_fn = f;
+    unsigned dims[7] = {gx, gy, gz, bx, by, bz, smem};
+    memcpy(fake.launch_dims, dims, sizeof dims);
+    fake.launch_stream = s;
+    fake.launch_params = params;
+    if (fake.capture_layer_params) {
+        for (int i = 0; i < 5; i++)
+            memcpy(&fake.launch_u64[i], params[i], 8);
+        for (int i = 0; i < 3; i++)
+            memcpy(&fake.launch_u32[i], params[5 + i], 4);
+    }
+    return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+static CUresult f_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult f_event_create(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    *e = (CUevent)(uintptr_t)(0xE0 + ++fake.event_create);
+    return CUDA_SUCCESS;
+}
+static CUresult f_event_record(CUevent e, CUstream s) { (void)e, (void)s; fake.records++; return CUDA_SUCCESS; }
+static CUresult f_event_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult f_elapsed(float *ms, CUevent a, CUevent b)
+{
+    (void)a, (void)b;
+    *ms = fake.elapsed_ms ? fake.elapsed_ms[fake.elapsed_calls] : 1.0f;
+    fake.elapsed_calls++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_event_destroy(CUevent e) { (void)e; fake.event_destroy++; return CUDA_SUCCESS; }
+
+static const struct {
+    CUresult r;
+    const char *name, *text;
+} errors[] = {
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+};
+static CUresult f_error_name(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < WB_COUNT(errors); i++)
+        if (errors[i].r == r) {
+            *s = errors[i].name;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_error_string(CUresult r, const char **s)
+{
+    for (size_t i = 0; i < WB_COUNT(errors); i++)
+        if (errors[i].r == r) {
+            *s = errors[i].text;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static const wb_cuda_api fake_api = {
+    .cuInit = f_init,
+    .cuDriverGetVersion = f_driver_version,
+    .cuDeviceGet = f_device_get,
+    .cuDeviceGetCount = f_device_count,
+    .cuDeviceGetName = f_device_name,
+    .cuDeviceGetAttribute = f_device_attribute,
+    .cuDevicePrimaryCtxRetain = f_retain,
+    .cuDevicePrimaryCtxRelease = f_release,
+    .cuCtxSetCurrent = f_set_current,
+    .cuCtxGetCurrent = f_get_current,
+    .cuCtxSynchronize = f_ctx_sync,
+    .cuMemAlloc = f_alloc,
+    .cuMemFree = f_free,
+    .cuMemcpyHtoD = f_htod,
+    .cuMemcpyDtoH = f_dtoh,
+    .cuMemsetD8 = f_memset,
+    .cuModuleLoadDataEx = f_load,
+    .cuModuleUnload = f_unload,
+    .cuModuleGetFunction = f_get_function,
+    .cuFuncSetAttribute = f_set_attribute,
+    .cuLaunchKernel = f_launch,
+    .cuStreamSynchronize = f_stream_sync,
+    .cuEventCreate = f_event_create,
+    .cuEventRecord = f_event_record,
+    .cuEventSynchronize = f_event_sync,
+    .cuEventElapsedTime = f_elapsed,
+    .cuEventDestroy = f_event_destroy,
+    .cuGetErrorName = f_error_name,
+    .cuGetErrorString = f_error_string,
+};
+
+static void fake_setup(void)
+{
+    memset(&fake, 0, sizeof fake);
+    pthread_mutex_init(&fake.lock, NULL);
+    fake.device_count = 1;
+    wb_cuda_install_fake(&fake_api);
+}
+
+static void fake_teardown(void)
+{
+    wb_cuda_install_fake(NULL);
+    pthread_mutex_destroy(&fake.lock);
+}
+
+static wb_gpu *fake_gpu(void)
+{
+    wb_gpu *g = NULL;
+    ck_assert_int_eq(wb_gpu_create(0, &g), WB_OK);
+    ck_assert_ptr_nonnull(g);
+    return g;
+}
+
+#define ck_assert_error(call, status, ...)                                                        \
+    do {                                                                                          \
+        ck_assert_int_eq((call), (status));                                                       \
+        const char *msg_ = wb_last_error();                                                       \
+        ck_assert_msg(msg_[0] != 0, "empty message after %s", #call);                             \
+        ck_assert_msg(!strchr(msg_, '\n'), "message is not one line: %s", msg_);                  \
+        const char *want_[] = {__VA_ARGS__};                                                      \
+        for (size_t i_ = 0; i_ < WB_COUNT(want_); i_++)                                           \
+            ck_assert_msg(strstr(msg_, want_[i_]), "'%s' not in message: %s", want_[i_], msg_);  \
+    } while (0)
+
+#endif

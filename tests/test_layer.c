@@ -1,0 +1,203 @@
+/* wb_layer without a GPU: NULL handles and the no-driver path, then a whole layer on the fake driver
+ * (packing, upload, config choice, kernel cache, launch parameters, no allocation or sync in gemm). */
+#include <stdlib.h>
+#include <string.h>
+#include "fake_cuda.h"
+
+/* Host weights for a format: zeroed buffers big enough for any element type, NULL where unused. */
+typedef struct {
+    wb_host_weights w;
+    void *buf[4];
+} host_weights;
+
+static void host_weights_make(host_weights *h, const wb_format *f, int64_t n, int64_t k)
+{
+    memset(h, 0, sizeof *h);
+    size_t nk = (size_t)(n * k);
+    h->buf[0] = calloc(nk, 1);
+    h->buf[1] = calloc(nk, 4);
+    h->buf[2] = f->zp != WB_ZP_NONE ? calloc(nk, 4) : NULL;
+    h->buf[3] = calloc((size_t)n, 8);
+    static const float one = 1.0f;
+    h->w.w = h->buf[0];
+    h->w.w_scale = h->buf[1];
+    h->w.w_zero = h->buf[2];
+    h->w.w_global = f->wgs ? &one : NULL;
+    h->w.bias = f->bias ? h->buf[3] : NULL;
+}
+
+static void host_weights_free(host_weights *h)
+{
+    for (int i = 0; i < 4; i++)
+        free(h->buf[i]);
+}
+
+/* ---------------------------------------------------------------- no driver, NULL handles */
+
+START_TEST(test_layer_null)
+{
+    wb_cuda_set_library("/nonexistent/libcuda.so.1");
+    wb_gpu *g = NULL;
+    ck_assert_int_eq(wb_gpu_create(0, &g), WB_ERR_NO_DRIVER);
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    host_weights h;
+    host_weights_make(&h, &f, 256, 1024);
+    wb_layer *l = (wb_layer *)&l;
+    wb_config cfg = {0};
+    char sha[65];
+    ck_assert_error(wb_layer_create(g, &f, 256, 1024, &h.w, &l), WB_ERR_INVALID, "wb_layer_create", "gpu");
+    ck_assert_ptr_null(l);
+    ck_assert_error(wb_layer_set_config(NULL, &cfg), WB_ERR_INVALID, "wb_layer_set_config");
+    ck_assert_error(wb_layer_gemm(NULL, 1, 0x1000, 0x2000, NULL), WB_ERR_INVALID, "wb_layer_gemm");
+    ck_assert_error(wb_layer_last_kernel(NULL, &cfg, sha), WB_ERR_INVALID, "wb_layer_last_kernel");
+    wb_layer_destroy(NULL);
+    host_weights_free(&h);
+    wb_cuda_set_library(NULL);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- fake driver */
+
+static wb_layer *make_layer(wb_gpu *g, const char *spec, int64_t n, int64_t k)
+{
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
+    host_weights h;
+    host_weights_make(&h, &f, n, k);
+    wb_layer *l = NULL;
+    wb_status st = wb_layer_create(g, &f, n, k, &h.w, &l);
+    ck_assert_msg(st == WB_OK, "wb_layer_create: %s", wb_last_error());
+    host_weights_free(&h);
+    return l;
+}
+
+START_TEST(test_layer_bad_shape)
+{
+    wb_gpu *g = fake_gpu();
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    host_weights h;
+    host_weights_make(&h, &f, 256, 1024);
+    wb_layer *l = NULL;
+    ck_assert_int_eq(wb_layer_create(g, &f, 256, 1000, &h.w, &l), WB_ERR_INVALID); /* g=128 must divide K */
+    ck_assert_ptr_null(l);
+    ck_assert_error(wb_layer_create(g, &f, 0, 1024, &h.w, &l), WB_ERR_INVALID, "wb_layer_create");
+    ck_assert_int_eq(fake.alloc, 0);
+    host_weights_free(&h);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layer_gemm)
+{
+    wb_gpu *g = fake_gpu();
+    fake.capture_layer_params = 1;
+    wb_layer *l = make_layer(g, "w4a16", 256, 1024);
+    int allocs = fake.alloc, uploads = fake.htod;
+    ck_assert_int_ge(allocs, 1);
+    ck_assert_int_eq(uploads, allocs);
+    wb_config cfg;
+    char sha[65];
+    ck_assert_error(wb_layer_last_kernel(l, &cfg, sha), WB_ERR_INVALID, "no wb_layer_gemm");
+
+    wb_status st = wb_layer_gemm(l, 16, 0xA000, 0xB000, (void *)(uintptr_t)0x5700);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 1);
+    ck_assert_int_eq(fake.loads, 1);
+    ck_assert_ptr_eq(fake.launch_stream, (CUstream)(uintptr_t)0x5700);
+    ck_assert_uint_eq(fake.launch_u64[0], 0xB000); /* out */
+    ck_assert_uint_eq(fake.launch_u64[1], 0xA000); /* a */
+    ck_assert_uint_ne(fake.launch_u64[2], 0);      /* packed codes */
+    ck_assert_uint_eq(fake.launch_u32[0], 16);
+    ck_assert_uint_eq(fake.launch_u32[1], 256);
+    ck_assert_uint_eq(fake.launch_u32[2], 1024);
+    /* no allocation, copy or synchronization on the launch path */
+    ck_assert_int_eq(fake.alloc, allocs);
+    ck_assert_int_eq(fake.htod, uploads);
+    ck_assert_int_eq(fake.sync, 0);
+
+    /* the recorded kernel is the one the pipeline builds for that config */
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, sha), WB_OK);
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &cfg, 0, &ptx), WB_OK);
+    char want[65];
+    wb_sha256_hex(ptx, strlen(ptx), want);
+    free(ptx);
+    ck_assert_str_eq(sha, want);
+
+    /* same config again: no second JIT */
+    ck_assert_int_eq(wb_layer_gemm(l, 16, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(fake.loads, 1);
+    ck_assert_int_eq(fake.launches, 2);
+    ck_assert_error(wb_layer_gemm(l, 0, 0xA000, 0xB000, NULL), WB_ERR_INVALID, "wb_layer_gemm");
+    ck_assert_int_eq(fake.launches, 2);
+
+    wb_layer_destroy(l);
+    ck_assert_int_eq(fake.free_, allocs);
+    wb_gpu_destroy(g);
+    ck_assert_int_eq(fake.unloads, fake.loads);
+}
+END_TEST
+
+/* A forced config is used as given and remembered by last_kernel; NULL goes back to the heuristic. */
+START_TEST(test_layer_forced_config)
+{
+    wb_gpu *g = fake_gpu();
+    wb_layer *l = make_layer(g, "w4a16", 256, 1024);
+    ck_assert_int_eq(wb_layer_gemm(l, 1, 0xA000, 0xB000, NULL), WB_OK);
+    wb_config chosen, forced, last;
+    ck_assert_int_eq(wb_layer_last_kernel(l, &chosen, NULL), WB_OK);
+    forced = chosen;
+    forced.stages = chosen.stages == 2 ? 3 : 2; /* legal for every load kind */
+    ck_assert_int_eq(wb_layer_set_config(l, &forced), WB_OK);
+    wb_status st = wb_layer_gemm(l, 1, 0xA000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "forced config: %s", wb_last_error());
+    ck_assert_int_eq(wb_layer_last_kernel(l, &last, NULL), WB_OK);
+    ck_assert_int_eq(last.stages, forced.stages);
+    ck_assert_int_eq(fake.loads, 2);
+    ck_assert_int_eq(wb_layer_set_config(l, NULL), WB_OK);
+    ck_assert_int_eq(wb_layer_gemm(l, 1, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(wb_layer_last_kernel(l, &last, NULL), WB_OK);
+    ck_assert_int_eq(last.stages, chosen.stages);
+    ck_assert_int_eq(fake.loads, 2); /* back to the first kernel, still cached */
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
+/* A JIT failure on the first gemm is reported as WB_ERR_JIT and nothing is launched. */
+START_TEST(test_layer_jit_failure)
+{
+    wb_gpu *g = fake_gpu();
+    wb_layer *l = make_layer(g, "w4a16", 256, 1024);
+    fake.jit_result = CUDA_ERROR_INVALID_PTX;
+    ck_assert_error(wb_layer_gemm(l, 4, 0xA000, 0xB000, NULL), WB_ERR_JIT, "Unknown symbol 'foo'");
+    ck_assert_int_eq(fake.launches, 0);
+    fake.jit_result = CUDA_SUCCESS;
+    ck_assert_int_eq(wb_layer_gemm(l, 4, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(fake.launches, 1);
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
+static Suite *layer_suite(void)
+{
+    Suite *s = suite_create("layer");
+    TCase *a = tcase_create("no driver");
+    tcase_add_test(a, test_layer_null);
+    suite_add_tcase(s, a);
+    TCase *b = tcase_create("fake driver");
+    tcase_add_checked_fixture(b, fake_setup, fake_teardown);
+    tcase_add_test(b, test_layer_bad_shape);
+    tcase_add_test(b, test_layer_gemm);
+    tcase_add_test(b, test_layer_forced_config);
+    tcase_add_test(b, test_layer_jit_failure);
+    suite_add_tcase(s, b);
+    return s;
+}
+
+int main(void) { return wbt_run(layer_suite()); }
