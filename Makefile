@@ -69,7 +69,11 @@ ptx-gate: $(BUILD)/warble
 ledger-check: $(BUILD)/warble
 	WARBLE=$(BUILD)/warble tests/ledger_check.sh
 
-test: all asan ptx-gate ledger-check
+# Command-line contract tests (exit codes, one-line errors, interchange file checks); no GPU needed.
+cli-test: $(BUILD)/warble
+	WARBLE=$(BUILD)/warble tests/cli_test.sh
+
+test: all asan cli-test ptx-gate ledger-check
 	@echo "make test: all parts passed"
 
 selftest: all
@@ -92,5 +96,5 @@ install: all
 clean:
 	rm -rf build build-asan
 
-.PHONY: all unit asan ptx-gate ledger-check test selftest bench install clean
+.PHONY: all unit asan cli-test ptx-gate ledger-check test selftest bench install clean
 .SECONDARY:

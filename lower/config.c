@@ -25,27 +25,43 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->mma = WB_MMA_SYNC;
     if (!c->load)
         c->load = t->features & WB_FEAT_CP_ASYNC ? WB_LOAD_CP_ASYNC : WB_LOAD_LDG;
-    if (!c->stages)
-        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
+    /* without cp.async the whole tile lives in registers on its way to shared memory: stay smaller */
+    int mt_max = c->load == WB_LOAD_CP_ASYNC ? 8 : 4;
     if (!c->m_tiles)
-        c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8;
+        c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : mt_max;
     int small = m <= 64;
+    int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
     if (!c->warps_k) {
         /* decode: split each block's K among warps for more bytes in flight */
+        int want = m <= 16 ? 4 : small ? 2 : 1;
         c->warps_k = 1;
-        if (small)
-            for (int wk = 4; wk > 1; wk /= 2)
-                if (k % (WB_KW * wk) == 0) {
-                    c->warps_k = wk;
-                    break;
-                }
+        for (int wk = want; wk > 1; wk /= 2)
+            if (k % (WB_KW * wk) == 0) {
+                c->warps_k = wk;
+                break;
+            }
     }
+    if (!c->stages)
+        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
     if (!c->warps_n) {
         int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
         c->warps_n = small ? 2 : 4;
         while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
                                   (small && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
             c->warps_n /= 2;
+    }
+    /* fit at least two blocks per SM: fewer stages first, then less split K */
+    wb_layout lay;
+    for (;;) {
+        wb_layout_get(f, c, &lay);
+        if (2 * lay.smem <= t->smem_max)
+            break;
+        if (!forced_stages && c->stages > 2)
+            c->stages--;
+        else if (!forced_wk && c->warps_k > 1)
+            c->warps_k /= 2;
+        else
+            break;
     }
     return WB_OK;
 }

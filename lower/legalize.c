@@ -31,7 +31,8 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
         return wb_fail(WB_ERR_UNSUPPORTED, "acc=f16 is not supported by this build (acc=f32)");
     if (!is16(f->out))
         return wb_fail(WB_ERR_UNSUPPORTED, "out must be f16 or bf16");
-    if ((f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16 || f->ws.kind == WB_KIND_BF16) &&
+    /* bf16 scales are converted to the compute type when packing, so only a and out matter here */
+    if ((f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16) &&
         !(t->features & WB_FEAT_BF16))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 MMA or bf16 conversions: bf16 needs sm_80 or newer",
                        t->name);

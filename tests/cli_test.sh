@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Command-line contract tests (contract section 4), no GPU needed: exit statuses, one-line `warble:`
+# errors on stderr, format round trips, ptx hashing, `check` against a fake ptxas, and every input
+# check of `warble run` (sizes, high bits, unused and missing files). Usage: WARBLE=build/warble tests/cli_test.sh
+set -u
+WARBLE=${WARBLE:-build/warble}
+if [ ! -x "$WARBLE" ]; then
+    echo "cli-test: $WARBLE is not an executable (set WARBLE=)" >&2
+    exit 2
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cli-test.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+# expect RC NAME [GREP] -- CMD...: run CMD, check its exit status; a failure must print exactly one
+# stderr line starting with "warble:", which must match GREP when given.
+expect() {
+    local want=$1 name=$2 pat=$3
+    shift 4
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -ne "$want" ]; then
+        fail "$name: exit $rc, expected $want ($(head -c 300 "$tmp/err"))"
+        return 1
+    fi
+    if [ "$want" -ne 0 ]; then
+        if [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! head -n 1 "$tmp/err" | grep -q '^warble: '; then
+            fail "$name: stderr is not one 'warble:' line: $(head -c 300 "$tmp/err")"
+            return 1
+        fi
+        if [ -n "$pat" ] && ! grep -q -- "$pat" "$tmp/err"; then
+            fail "$name: stderr does not match '$pat': $(cat "$tmp/err")"
+            return 1
+        fi
+    fi
+    passed=$((passed + 1))
+    return 0
+}
+
+W=$WARBLE
+# ---- usage
+expect 2 "no command" "" -- $W
+expect 0 "--help" "" -- $W --help
+grep -q "usage: warble" "$tmp/out" || fail "--help prints no usage"
+expect 0 "help" "" -- $W help
+expect 0 "ptx --help" "" -- $W ptx --help
+expect 2 "unknown command" "unknown command" -- $W frobnicate
+expect 2 "unknown option" "unknown option" -- $W formats --frob
+expect 2 "option of another command" "unknown option" -- $W format w4a16 --json
+expect 2 "missing value" "needs a value" -- $W ptx w4a16 --arch
+
+# ---- formats
+expect 0 "formats" "" -- $W formats
+grep -q '^w4a16 ' "$tmp/out" || fail "formats does not list w4a16"
+presets=$(cut -d' ' -f1 "$tmp/out")
+for p in $presets; do
+    if expect 0 "format $p" "" -- $W format "$p"; then
+        c=$(cat "$tmp/out")
+        expect 0 "format identity $p" "" -- $W format "$c" && [ "$(cat "$tmp/out")" = "$c" ] ||
+            fail "format is not the identity on the canonical form of $p"
+    fi
+done
+expect 0 "format overrides" "" -- $W format w4a16,g=64
+grep -q 'g=64' "$tmp/out" || fail "w4a16,g=64 lost its override"
+expect 2 "format bad preset" "" -- $W format nosuchformat
+expect 2 "format bad key" "" -- $W format w4a16,frob=1
+expect 2 "format bad value" "" -- $W format a=f16,w=int99
+expect 2 "format missing spec" "missing SPEC" -- $W format
+expect 2 "format two specs" "unexpected argument" -- $W format w4a16 w8a16
+
+# ---- ptx
+expect 2 "ptx without --arch" "--arch" -- $W ptx w4a16
+expect 2 "ptx bad arch" "" -- $W ptx w4a16 --arch sm_42
+expect 2 "ptx bad m" "--m" -- $W ptx w4a16 --arch sm_90a --m 0
+expect 2 "ptx bad n" "--n" -- $W ptx w4a16 --arch sm_90a --n x
+expect 2 "ptx bad mma" "--mma" -- $W ptx w4a16 --arch sm_90a --mma frob
+expect 2 "ptx bad load" "--load" -- $W ptx w4a16 --arch sm_90a --load frob
+expect 2 "ptx K not a multiple of g" "" -- $W ptx w4a16 --arch sm_90a --k 100
+expect 2 "ptx bad spec" "" -- $W ptx nosuchformat --arch sm_90a
+if expect 0 "ptx" "" -- $W ptx w4a16 --arch hopper; then
+    grep -q '\.target' "$tmp/out" || fail "ptx prints no .target"
+fi
+if expect 0 "ptx --hash" "" -- $W ptx w4a16 --arch sm_90a --m 1 --n 4096 --k 4096 --hash; then
+    h1=$(cat "$tmp/out")
+    echo "$h1" | grep -Eq '^[0-9a-f]{64}  [^ ]+$' || fail "ptx --hash format: $h1"
+    expect 0 "ptx --hash again" "" -- $W ptx w4a16 --arch sm_90a --hash
+    [ "$(cat "$tmp/out")" = "$h1" ] || fail "ptx --hash is not deterministic or defaults differ"
+    $W ptx w4a16 --arch sm_90a >"$tmp/ptx" 2>/dev/null
+    [ "$(sha256sum <"$tmp/ptx" | cut -d' ' -f1)" = "${h1%% *}" ] || fail "ptx --hash is not the sha256 of ptx"
+fi
+expect 0 "ptx --hash m list" "" -- $W ptx w4a16 --arch sm_90a --m 1,16,4096 --hash
+expect 2 "bf16 on sm_75 rejected" "" -- $W ptx w4a16,a=bf16,ws=bf16 --arch sm_75
+
+# ---- check, against a fake ptxas
+cat >"$tmp/ptxas" <<'FAKE'
+#!/bin/sh
+echo "ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]"
+echo "    0 bytes stack frame, ${FAKE_SPILL:-0} bytes spill stores, ${FAKE_SPILL:-0} bytes spill loads"
+[ -n "${FAKE_WARN:-}" ] && echo "ptxas warning : fake" >&2
+exit ${FAKE_RC:-0}
+FAKE
+chmod +x "$tmp/ptxas"
+if expect 0 "check (fake ptxas)" "" -- env PTXAS="$tmp/ptxas" $W check w4a16 --arch sm_90a --m 1,4096; then
+    grep -Eq '^sm_90a a=f16,.* regs=40 smem=1024\+[0-9]+ spills=0 ok$' "$tmp/out" || fail "check line: $(cat "$tmp/out")"
+fi
+expect 1 "check spills" "" -- env PTXAS="$tmp/ptxas" FAKE_SPILL=8 $W check w4a16 --arch sm_90a
+expect 1 "check warning" "" -- env PTXAS="$tmp/ptxas" FAKE_WARN=1 $W check w4a16 --arch sm_90a
+expect 1 "check ptxas fails" "" -- env PTXAS="$tmp/ptxas" FAKE_RC=1 $W check w4a16 --arch sm_90a
+expect 2 "check bad spec" "" -- env PTXAS="$tmp/ptxas" $W check nosuchformat --arch sm_90a
+
+# ---- run: every input check happens before the GPU
+M=2 N=128 K=256
+zeros() { head -c "$1" /dev/zero >"$2"; }
+zeros $((M * K * 2)) "$tmp/a"
+zeros $((N * K)) "$tmp/w"
+zeros $((N * (K / 128) * 2)) "$tmp/ws"
+zeros $((N * (K / 128))) "$tmp/wz"
+zeros $((N * 2)) "$tmp/bias"
+zeros 100 "$tmp/short"
+printf '\x10' >"$tmp/w_hi" && head -c $((N * K - 1)) /dev/zero >>"$tmp/w_hi"
+R="$W run w4a16 --m $M --n $N --k $K"
+expect 2 "run missing --out" "missing --out" -- $R --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws"
+expect 2 "run missing --w-scale" "missing --w-scale" -- $R --a "$tmp/a" --w "$tmp/w" --out "$tmp/o"
+expect 2 "run missing shape" "" -- $W run w4a16 --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run wrong size" "expected $((N * K)) bytes, got 100" -- $R --a "$tmp/a" --w "$tmp/short" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run wrong a size" "expected $((M * K * 2)) bytes, got 100" -- $R --a "$tmp/short" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run high bits" "high bits" -- $R --a "$tmp/a" --w "$tmp/w_hi" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run unused --bias" "not used" -- $R --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --bias "$tmp/bias" --out "$tmp/o"
+expect 2 "run unused --w-zero" "not used" -- $R --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --w-zero "$tmp/wz" --out "$tmp/o"
+expect 2 "run unused --a-scale" "not used" -- $R --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --a-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run nonexistent file" "cannot open" -- $R --a "$tmp/nope" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run zp needs --w-zero" "missing --w-zero" -- $W run w4a16-zp --m $M --n $N --k $K --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run bias needs --bias" "missing --bias" -- $W run w4a16,bias=1 --m $M --n $N --k $K --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+expect 2 "run two Ms" "one value" -- $W run w4a16 --m 1,2 --n $N --k $K --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o"
+# Valid input: exit 0 with a GPU (and an output of M x N f16), 1 without one.
+$R --a "$tmp/a" --w "$tmp/w" --w-scale "$tmp/ws" --out "$tmp/o" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ]; then
+    [ "$(stat -c %s "$tmp/o")" -eq $((M * N * 2)) ] && passed=$((passed + 1)) || fail "run wrote a wrong-size output"
+elif [ $rc -eq 1 ] && grep -q '^warble: ' "$tmp/err"; then
+    passed=$((passed + 1)) # no GPU here
+else
+    fail "run valid input: exit $rc: $(cat "$tmp/err")"
+fi
+
+# ---- selftest / bench usage (no GPU needed)
+if expect 0 "selftest --list" "" -- $W selftest --list; then
+    [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
+    awk -F'\t' 'NF != 4 { bad = 1 } END { exit bad }' "$tmp/out" || fail "selftest --list: lines are not spec TAB m TAB n TAB k"
+fi
+expect 0 "selftest --list --quick" "" -- $W selftest --list --quick
+expect 2 "selftest bad option" "unknown option" -- $W selftest --arch sm_90a
+expect 2 "bench missing shape" "required" -- $W bench w4a16 --m 1
+expect 2 "bench bad spec" "" -- $W bench nosuchformat --m 1 --n 4096 --k 4096
+
+echo "cli-test: $passed passed, $failed failed"
+[ $failed -eq 0 ]

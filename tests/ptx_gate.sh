@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The PTX gate: every format of the W4A16 family (the 96 of selftest part a) on every architecture,
+# through `warble check` (ptxas -v: no failure, no warning, no spill) at M = 1..4096, N = K = 4096.
+# bf16 activations on sm_75 have no tensor-core path and must be rejected with exit 2 (that passes).
+# Usage: WARBLE=build/warble JOBS=8 tests/ptx_gate.sh     (PTXAS=... overrides the ptxas binary)
+set -u
+WARBLE=${WARBLE:-build/warble}
+JOBS=${JOBS:-2}
+ARCHS="sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a"
+MS=1,7,16,64,256,4096
+
+if [ ! -x "$WARBLE" ]; then
+    echo "ptx-gate: $WARBLE is not an executable (set WARBLE=)" >&2
+    exit 2
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/ptx-gate.XXXXXX") || exit 2
+trap 'rm -rf "$out"' EXIT
+
+specs() {
+    local a w s g b
+    for a in f16 bf16; do
+        for w in w=int4 w=uint4 w=uint4,zp=int; do
+            for s in f16 bf16; do
+                for g in 0 32 64 128; do
+                    for b in 0 1; do
+                        echo "a=$a,$w,ws=$s,g=$g,bias=$b"
+                    done
+                done
+            done
+        done
+    done
+}
+
+# One job: arch, spec, job number. Writes $out/NNNN.log (stdout+stderr) and $out/NNNN.rc
+# ("pass" or "fail: reason").
+one() {
+    local arch=$1 spec=$2 id=$3 rc
+    "$WARBLE" check "$spec" --arch "$arch" --m "$MS" --n 4096 --k 4096 >"$out/$id.log" 2>&1
+    rc=$?
+    if [ "$arch" = sm_75 ] && [[ $spec == a=bf16* ]]; then
+        if [ $rc -eq 2 ]; then
+            echo "pass" >"$out/$id.rc"
+            echo "$arch $spec rejected as expected (exit 2): $(tail -n 1 "$out/$id.log")" >"$out/$id.log"
+        else
+            echo "fail: bf16 on sm_75 must be rejected with exit 2, got exit $rc" >"$out/$id.rc"
+        fi
+    elif [ $rc -eq 0 ]; then
+        echo "pass" >"$out/$id.rc"
+    else
+        echo "fail: $arch $spec: exit $rc" >"$out/$id.rc"
+    fi
+}
+export -f one
+export WARBLE MS out
+
+id=0
+for arch in $ARCHS; do
+    for spec in $(specs); do
+        printf '%s %s %05d\n' "$arch" "$spec" "$id"
+        id=$((id + 1))
+    done
+done >"$out/jobs"
+total=$(wc -l <"$out/jobs")
+xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$out/jobs"
+
+passed=0
+failed=0
+for rcf in "$out"/*.rc; do
+    [ -e "$rcf" ] || continue
+    cat "${rcf%.rc}.log"
+    if [ "$(cat "$rcf")" = pass ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL $(cat "$rcf")"
+    fi
+done
+missing=$((total - passed - failed))
+[ $missing -gt 0 ] && echo "FAIL $missing jobs left no result"
+failed=$((failed + missing))
+echo "ptx-gate: $passed passed, $failed failed"
+[ $failed -eq 0 ]

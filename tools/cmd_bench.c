@@ -1,0 +1,234 @@
+/* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
+ * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
+ * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
+ * --sweep also times every legal config and reports the best. */
+#include "tools/cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LAYERS 64
+#define L2_BYTES_X4 (256.0 * 1024 * 1024)
+#define REPS 15
+#define WARMUP 3
+
+typedef struct bench {
+    const cli_args *args;
+    wb_format f;
+    char spec[512];
+    wb_gpu *gpu;
+    wb_arch arch;
+    wb_layer *layer[MAX_LAYERS];
+    int nlayers;
+    wb_devptr a, out;
+    int64_t m;       /* current M */
+    int next;        /* next layer to call */
+    wb_status err;   /* first failure inside the timed callback */
+    char err_msg[512];
+} bench;
+
+/* The timed callback: one GEMM on the next layer. */
+static void bench_call(void *arg)
+{
+    bench *b = arg;
+    wb_layer *l = b->layer[b->next];
+    b->next = (b->next + 1) % b->nlayers;
+    wb_status s = wb_layer_gemm(l, b->m, b->a, b->out, NULL);
+    if (s != WB_OK && b->err == WB_OK) {
+        b->err = s;
+        snprintf(b->err_msg, sizeof b->err_msg, "%s", wb_last_error());
+    }
+}
+
+static int create_layers(bench *b, double weight_bytes)
+{
+    const cli_args *a = b->args;
+    int r = (int)(L2_BYTES_X4 / weight_bytes) + 1;
+    b->nlayers = r > MAX_LAYERS ? MAX_LAYERS : r;
+    cli_host h;
+    int rc = cli_host_alloc(&h, &b->f, 1, a->n, a->k);
+    if (rc)
+        return rc;
+    cli_rng rng = {0x5eed0000u};
+    for (int i = 0; i < b->nlayers && !rc; i++) {
+        cli_host_random_weights(&h, &rng);
+        wb_status s = wb_layer_create(b->gpu, &b->f, a->n, a->k, &h.hw, &b->layer[i]);
+        if (s != WB_OK)
+            rc = cli_lib_fail(s, "wb_layer_create");
+    }
+    cli_host_free(&h);
+    return rc;
+}
+
+/* Time the current config at b->m; returns 0 and the median in *us, or an exit status. */
+static int time_one(bench *b, double *us)
+{
+    int inner = b->nlayers * (b->nlayers >= 100 ? 1 : (100 + b->nlayers - 1) / b->nlayers);
+    b->err = WB_OK;
+    b->next = 0;
+    wb_status s = wb_gpu_time(b->gpu, bench_call, b, WARMUP * b->nlayers, REPS, inner, us);
+    if (b->err != WB_OK)
+        return cli_fail(cli_status_exit(b->err), "wb_layer_gemm: %s", b->err_msg);
+    if (s != WB_OK)
+        return cli_lib_fail(s, "wb_gpu_time");
+    return 0;
+}
+
+static int set_config(bench *b, const wb_config *cfg)
+{
+    for (int i = 0; i < b->nlayers; i++) {
+        wb_status s = wb_layer_set_config(b->layer[i], cfg);
+        if (s != WB_OK)
+            return cli_lib_fail(s, "wb_layer_set_config");
+    }
+    return 0;
+}
+
+static void report(const bench *b, const wb_config *cfg, double us, const char *tag)
+{
+    const cli_args *a = b->args;
+    double bytes = cli_gemm_bytes(&b->f, b->m, a->n, a->k, NULL);
+    double tbps = bytes / (us * 1e-6) / 1e12;
+    double tflops = 2.0 * (double)b->m * (double)a->n * (double)a->k / (us * 1e-6) / 1e12;
+    char cs[160];
+    wb_config_print(cfg, cs, sizeof cs);
+    if (cli_has(a, O_JSON))
+        printf("{\"spec\":\"%s\",\"arch\":\"%s\",\"gpu\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+               "\"us\":%.3f,\"tbps\":%.4f,\"tflops\":%.3f,\"config\":\"%s\",\"layers\":%d,"
+               "\"kind\":\"%s\"}\n",
+               b->spec, wb_arch_name(b->arch), wb_gpu_name(b->gpu), (long long)b->m, (long long)a->n,
+               (long long)a->k, us, tbps, tflops, cs, b->nlayers, tag);
+    else
+        printf("%-6s m=%-6lld n=%lld k=%lld  %10.2f us  %6.3f TB/s  %8.2f TFLOP/s  %s\n", tag,
+               (long long)b->m, (long long)a->n, (long long)a->k, us, tbps, tflops, cs);
+    fflush(stdout);
+}
+
+/* Is this forced config legal here (the library decides)? Completes it in place. */
+static int config_legal(bench *b, wb_config *cfg)
+{
+    const cli_args *a = b->args;
+    if (wb_config_choose(&b->f, b->arch, b->m, a->n, a->k, cfg) != WB_OK ||
+        wb_kernel_check_shape(&b->f, cfg, b->m, a->n, a->k) != WB_OK)
+        return 0;
+    char *ptx = NULL;
+    wb_status s = wb_kernel_ptx(&b->f, b->arch, cfg, 0, &ptx);
+    free(ptx);
+    return s == WB_OK;
+}
+
+static int sweep(bench *b, const wb_config *best_default, double default_us)
+{
+    static const int mts[] = {1, 2, 4, 8}, wns[] = {1, 2, 4, 8}, wks[] = {1, 2, 4};
+    wb_config best = *best_default;
+    double best_us = default_us;
+    int tried = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < 3; q++)
+                for (int st = 1; st <= 4; st++) {
+                    wb_config cfg = b->args->cfg;
+                    cfg.m_tiles = mts[i], cfg.warps_n = wns[j], cfg.warps_k = wks[q], cfg.stages = st;
+                    double us;
+                    if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || time_one(b, &us) != 0)
+                        continue;
+                    tried++;
+                    report(b, &cfg, us, "sweep");
+                    if (us < best_us)
+                        best_us = us, best = cfg;
+                }
+    if (!tried)
+        fprintf(stderr, "warble: bench: no legal config to sweep at m=%lld\n", (long long)b->m);
+    report(b, &best, best_us, "best");
+    return set_config(b, NULL);
+}
+
+static int bench_m(bench *b)
+{
+    const cli_args *a = b->args;
+    wb_config cfg = a->cfg;
+    wb_status s = wb_config_choose(&b->f, b->arch, b->m, a->n, a->k, &cfg);
+    if (s == WB_OK)
+        s = wb_kernel_check_shape(&b->f, &cfg, b->m, a->n, a->k);
+    if (s != WB_OK)
+        return cli_lib_fail(s, wb_arch_name(b->arch));
+    int rc = set_config(b, a->have_cfg ? &cfg : NULL);
+    double us;
+    if (rc || (rc = time_one(b, &us)))
+        return rc;
+    report(b, &cfg, us, "bench");
+    return cli_has(a, O_SWEEP) ? sweep(b, &cfg, us) : 0;
+}
+
+static int bench_all(bench *b)
+{
+    const cli_args *a = b->args;
+    int64_t mmax = 0;
+    for (int i = 0; i < a->nm; i++)
+        mmax = a->m[i] > mmax ? a->m[i] : mmax;
+    cli_layout l;
+    cli_file_layout(&b->f, mmax, a->n, a->k, &l);
+    int device, rc = cli_device(a, &device);
+    if (rc || (rc = cli_lib_fail_if(wb_gpu_create(device, &b->gpu), "wb_gpu_create")))
+        return rc;
+    b->arch = wb_gpu_arch(b->gpu);
+    double weight_bytes;
+    cli_gemm_bytes(&b->f, 1, a->n, a->k, &weight_bytes);
+    if ((rc = create_layers(b, weight_bytes)))
+        return rc;
+    if ((rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, l.bytes[F_A], &b->a), "wb_gpu_alloc")) ||
+        (rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, l.bytes[F_OUT], &b->out), "wb_gpu_alloc")))
+        return rc;
+    /* Activations: random, uploaded once (they stay in L2 like a real decode step's would). */
+    cli_host h;
+    if ((rc = cli_host_alloc(&h, &b->f, mmax, 1, a->k)))
+        return rc;
+    cli_rng rng = {0xacc0u};
+    cli_host_random_acts(&h, &rng);
+    rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a, h.buf[F_A], l.bytes[F_A]), "wb_gpu_upload");
+    cli_host_free(&h);
+    if (!cli_has(a, O_JSON))
+        printf("# %s on %s (%s), %d layers of %.1f MB weights\n", b->spec, wb_gpu_name(b->gpu),
+               wb_arch_name(b->arch), b->nlayers, weight_bytes / 1e6);
+    for (int i = 0; i < a->nm && !rc; i++) {
+        b->m = a->m[i];
+        rc = bench_m(b);
+    }
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    cli_args a;
+    bench b;
+    memset(&b, 0, sizeof b);
+    uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE);
+    int rc = cli_parse(argc, argv, allowed, 1, &a);
+    if (rc || (rc = cli_parse_spec(a.spec, &b.f)))
+        return rc;
+    if (!a.nm || !a.n || !a.k)
+        return cli_fail(CLI_USAGE, "bench: --m, --n and --k are required");
+    if (cli_acts_quantized(&b.f)) {
+        char tn[8];
+        return cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm) takes no activation scales "
+                        "yet, so a=%s cannot run", wb_type_name(b.f.a, tn));
+    }
+    for (int i = 0; i < a.nm; i++) {
+        wb_status s = wb_format_check_shape(&b.f, a.m[i], a.n, a.k);
+        if (s != WB_OK)
+            return cli_lib_fail(s, NULL);
+    }
+    b.args = &a;
+    cli_spec_str(&b.f, b.spec, sizeof b.spec);
+    rc = bench_all(&b);
+    for (int i = 0; i < b.nlayers; i++)
+        wb_layer_destroy(b.layer[i]);
+    if (b.gpu) {
+        if (b.a)
+            wb_gpu_free(b.gpu, b.a);
+        if (b.out)
+            wb_gpu_free(b.gpu, b.out);
+    }
+    wb_gpu_destroy(b.gpu);
+    return rc;
+}

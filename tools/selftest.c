@@ -1,0 +1,432 @@
+/* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
+ * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
+ * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns.
+ * The output is poisoned with NaN bits before each launch, so unwritten elements fail. Every kernel
+ * that passed all its cases is appended once (by PTX sha256) to the ledger, which `ledger_check.sh`
+ * compares against the kernels warble emits. */
+#include "tools/cli.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_LEDGER "tests/gpu/ledger.tsv"
+#define LEDGER_HEADER "sha256\tspec\tarch\tconfig\tmax_rel_err\tgpu\tdate_utc\n"
+#define SAMPLES 4096
+#define MAX_THREADS 32
+
+typedef struct plan_case {
+    char spec[96];
+    int64_t m, n, k;
+    int full; /* compare every element */
+} plan_case;
+
+typedef struct plan {
+    plan_case *c;
+    int count, cap;
+} plan;
+
+static int plan_add(plan *p, const char *spec, int64_t m, int64_t n, int64_t k, int full)
+{
+    if (p->count == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 256;
+        plan_case *c = realloc(p->c, (size_t)cap * sizeof *c);
+        if (!c)
+            return cli_fail(CLI_FAILED, "out of host memory");
+        p->c = c, p->cap = cap;
+    }
+    plan_case *c = &p->c[p->count++];
+    snprintf(c->spec, sizeof c->spec, "%s", spec);
+    c->m = m, c->n = n, c->k = k, c->full = full;
+    return 0;
+}
+
+/* Part (a): every combination of the W4A16 family; all three shapes, or one (rotating) when quick. */
+static int plan_small(plan *p, int quick)
+{
+    static const int64_t shapes[3][3] = {{1, 128, 256}, {7, 256, 512}, {100, 128, 1024}};
+    static const char *const acts[] = {"f16", "bf16"}, *const scales[] = {"f16", "bf16"};
+    static const char *const weights[] = {"w=int4", "w=uint4", "w=uint4,zp=int"};
+    static const int groups[] = {0, 32, 64, 128};
+    int idx = 0, rc = 0;
+    for (int a = 0; a < 2; a++)
+        for (int w = 0; w < 3; w++)
+            for (int s = 0; s < 2; s++)
+                for (int g = 0; g < 4; g++)
+                    for (int b = 0; b < 2; b++, idx++) {
+                        char spec[96];
+                        snprintf(spec, sizeof spec, "a=%s,%s,ws=%s,g=%d,bias=%d", acts[a], weights[w],
+                                 scales[s], groups[g], b);
+                        for (int i = 0; i < 3 && !rc; i++)
+                            if (!quick || i == idx % 3)
+                                rc = plan_add(p, spec, shapes[i][0], shapes[i][1], shapes[i][2], 1);
+                    }
+    return rc;
+}
+
+static int plan_big(plan *p, int quick)
+{
+    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=0"};
+    static const int64_t ms[] = {1, 7, 16, 64, 256, 1000, 4096};
+    static const int64_t nk[4][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {8192, 8192}};
+    int rc = 0;
+    if (quick) {
+        rc = plan_add(p, specs[0], 1, 4096, 4096, 0);
+        rc = rc ? rc : plan_add(p, specs[2], 16, 11008, 4096, 0);
+        rc = rc ? rc : plan_add(p, specs[1], 256, 4096, 11008, 0);
+        return rc;
+    }
+    for (int s = 0; s < 4; s++)
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 7 && !rc; i++)
+                rc = plan_add(p, specs[s], ms[i], nk[j][0], nk[j][1], 0);
+    return rc;
+}
+
+/* ---- the ledger of validated kernels */
+
+typedef struct kernel_rec {
+    char sha[65], spec[512], cfg[160];
+    double worst;
+    int failed;
+} kernel_rec;
+
+typedef struct selftest {
+    wb_gpu *gpu;
+    uint64_t seed;
+    kernel_rec *k;
+    int nk, capk;
+    int passed, failed;
+} selftest;
+
+static void record_kernel(selftest *t, const char *sha, const char *spec, const char *cfg, double err,
+                          int failed)
+{
+    for (int i = 0; i < t->nk; i++)
+        if (strcmp(t->k[i].sha, sha) == 0) {
+            t->k[i].worst = fmax(t->k[i].worst, err);
+            t->k[i].failed |= failed;
+            return;
+        }
+    if (t->nk == t->capk) {
+        int cap = t->capk ? 2 * t->capk : 64;
+        kernel_rec *k = realloc(t->k, (size_t)cap * sizeof *k);
+        if (!k)
+            return; /* the ledger just misses it */
+        t->k = k, t->capk = cap;
+    }
+    kernel_rec *r = &t->k[t->nk++];
+    snprintf(r->sha, sizeof r->sha, "%s", sha);
+    snprintf(r->spec, sizeof r->spec, "%s", spec);
+    snprintf(r->cfg, sizeof r->cfg, "%s", cfg);
+    r->worst = err;
+    r->failed = failed;
+}
+
+static int ledger_has(FILE *fp, const char *sha)
+{
+    char line[2048];
+    rewind(fp);
+    while (fgets(line, sizeof line, fp))
+        if (strncmp(line, sha, 64) == 0 && line[64] == '\t')
+            return 1;
+    return 0;
+}
+
+static int write_ledger(const selftest *t, const char *path)
+{
+    FILE *fp = fopen(path, "a+");
+    if (!fp)
+        return cli_fail(CLI_FAILED, "cannot open the ledger '%s'", path);
+    fseek(fp, 0, SEEK_END);
+    if (ftell(fp) == 0)
+        fputs(LEDGER_HEADER, fp);
+    char date[32], gpu[128];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    snprintf(gpu, sizeof gpu, "%s", wb_gpu_name(t->gpu));
+    for (char *c = gpu; *c; c++)
+        if (*c == '\t' || *c == '\n')
+            *c = ' ';
+    int added = 0;
+    for (int i = 0; i < t->nk; i++) {
+        const kernel_rec *r = &t->k[i];
+        if (r->failed || ledger_has(fp, r->sha))
+            continue;
+        fseek(fp, 0, SEEK_END);
+        fprintf(fp, "%s\t%s\t%s\t%s\t%.3e\t%s\t%s\n", r->sha, r->spec, wb_arch_name(wb_gpu_arch(t->gpu)),
+                r->cfg, r->worst, gpu, date);
+        added++;
+    }
+    if (fclose(fp) != 0)
+        return cli_fail(CLI_FAILED, "writing the ledger '%s' failed", path);
+    printf("selftest: %d new kernel(s) added to %s\n", added, path);
+    return 0;
+}
+
+/* ---- comparing against the reference */
+
+typedef struct sample_job {
+    const cli_host *h;
+    const int64_t *idx; /* flattened m * N + n */
+    double *ref;
+    int64_t begin, end;
+} sample_job;
+
+static void *sample_worker(void *arg)
+{
+    sample_job *j = arg;
+    const cli_host *h = j->h;
+    for (int64_t i = j->begin; i < j->end; i++)
+        j->ref[i] = wb_reference_element(&h->f, j->idx[i] / h->n, j->idx[i] % h->n, h->k, &h->ha, &h->hw);
+    return NULL;
+}
+
+/* Reference values of the listed elements, on all cores. */
+static void reference_sample(const cli_host *h, const int64_t *idx, int64_t count, double *ref)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+    pthread_t th[MAX_THREADS];
+    sample_job jobs[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (sample_job){h, idx, ref, count * t / nt, count * (t + 1) / nt};
+        started[t] = pthread_create(&th[t], NULL, sample_worker, &jobs[t]) == 0;
+        if (!started[t])
+            sample_worker(&jobs[t]);
+    }
+    for (int t = 0; t < nt; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+}
+
+/* The elements a large case compares: rows 0 and M-1, tile-edge columns, and random ones. */
+static int64_t *sample_indices(const cli_host *h, cli_rng *r, int64_t *count)
+{
+    const int64_t cols[] = {0, 15, 16, 63, 64, h->n - 1};
+    int64_t cap = 2 * h->n + 6 * h->m + SAMPLES, c = 0;
+    int64_t *idx = malloc((size_t)cap * sizeof *idx);
+    if (!idx)
+        return NULL;
+    for (int64_t n = 0; n < h->n; n++) {
+        idx[c++] = n;
+        if (h->m > 1)
+            idx[c++] = (h->m - 1) * h->n + n;
+    }
+    for (int j = 0; j < 6; j++)
+        if (cols[j] < h->n)
+            for (int64_t m = 0; m < h->m; m++)
+                idx[c++] = m * h->n + cols[j];
+    for (int i = 0; i < SAMPLES; i++)
+        idx[c++] = (int64_t)(cli_rng_next(r) % (uint64_t)(h->m * h->n));
+    *count = c;
+    return idx;
+}
+
+static double tolerance(const wb_format *f)
+{
+    if (f->acc.kind == WB_KIND_F16 || f->a.bits <= 4)
+        return 2e-2;
+    if (f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16)
+        return 8e-3;
+    return 1e-3;
+}
+
+/* ||out - ref|| / ||ref|| over the compared elements; non-finite outputs where ref is finite count. */
+static int compare(const cli_host *h, cli_rng *r, int full, double *err, int64_t *bad)
+{
+    int64_t count = h->m * h->n, *idx = NULL;
+    double *ref = malloc((size_t)(full ? count : 2 * h->n + 6 * h->m + SAMPLES) * sizeof *ref);
+    if (!ref)
+        return cli_fail(CLI_FAILED, "out of host memory");
+    if (full) {
+        wb_status s = wb_reference_gemm(&h->f, h->m, h->n, h->k, &h->ha, &h->hw, ref);
+        if (s != WB_OK) {
+            free(ref);
+            return cli_lib_fail(s, "wb_reference_gemm");
+        }
+    } else {
+        idx = sample_indices(h, r, &count);
+        if (!idx) {
+            free(ref);
+            return cli_fail(CLI_FAILED, "out of host memory");
+        }
+        reference_sample(h, idx, count, ref);
+    }
+    double num = 0, den = 0;
+    *bad = 0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t e = idx ? idx[i] : i;
+        double o = cli_get_value(h->f.out, h->buf[F_OUT], (size_t)e), x = ref[i];
+        if (!isfinite(x))
+            continue;
+        if (!isfinite(o)) {
+            (*bad)++;
+            continue;
+        }
+        num += (o - x) * (o - x);
+        den += x * x;
+    }
+    *err = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+    free(idx);
+    free(ref);
+    return 0;
+}
+
+/* ---- one case on the GPU */
+
+typedef struct dev {
+    wb_layer *layer;
+    wb_devptr a, out;
+} dev;
+
+/* Poison, launch, sync, download into dst. */
+static wb_status launch(selftest *t, dev *d, const cli_host *h, void *dst)
+{
+    size_t ob = h->lay.bytes[F_OUT];
+    wb_status s = wb_gpu_memset(t->gpu, d->out, 0xFF, ob);
+    if (s == WB_OK)
+        s = wb_layer_gemm(d->layer, h->m, d->a, d->out, NULL);
+    if (s == WB_OK)
+        s = wb_gpu_sync(t->gpu);
+    if (s == WB_OK)
+        s = wb_gpu_download(t->gpu, dst, d->out, ob);
+    return s;
+}
+
+/* Run a case; returns 0 and fills cfg/sha, or fills why. With `twice`, also checks determinism. */
+static int run_gpu(selftest *t, cli_host *h, int twice, char *sha, char *cfg, char *why, size_t wsz)
+{
+    dev d = {0};
+    const char *step = "wb_layer_create";
+    wb_status s = wb_layer_create(t->gpu, &h->f, h->n, h->k, &h->hw, &d.layer);
+    if (s == WB_OK && (step = "wb_gpu_alloc", 1))
+        s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_A], &d.a);
+    if (s == WB_OK)
+        s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_OUT], &d.out);
+    if (s == WB_OK && (step = "wb_gpu_upload", 1))
+        s = wb_gpu_upload(t->gpu, d.a, h->buf[F_A], h->lay.bytes[F_A]);
+    if (s == WB_OK && (step = "gemm", 1))
+        s = launch(t, &d, h, h->buf[F_OUT]);
+    wb_config c;
+    if (s == WB_OK && (step = "wb_layer_last_kernel", 1) && (s = wb_layer_last_kernel(d.layer, &c, sha)) == WB_OK)
+        wb_config_print(&c, cfg, 160);
+    int rc = s == WB_OK ? 0 : 1;
+    if (rc)
+        snprintf(why, wsz, "%s: %s", step, *wb_last_error() ? wb_last_error() : wb_status_str(s));
+    if (!rc && twice) {
+        void *again = malloc(h->lay.bytes[F_OUT]);
+        if (!again || (s = launch(t, &d, h, again)) != WB_OK)
+            snprintf(why, wsz, "second run: %s", again ? wb_last_error() : "out of host memory"), rc = 1;
+        else if (memcmp(again, h->buf[F_OUT], h->lay.bytes[F_OUT]) != 0)
+            snprintf(why, wsz, "not deterministic: two runs differ bitwise"), rc = 1;
+        free(again);
+    }
+    if (d.a)
+        wb_gpu_free(t->gpu, d.a);
+    if (d.out)
+        wb_gpu_free(t->gpu, d.out);
+    wb_layer_destroy(d.layer);
+    return rc;
+}
+
+static void run_case(selftest *t, const plan_case *pc, int index, int twice)
+{
+    wb_format f;
+    cli_host h;
+    char spec[512] = "", why[768] = "", sha[65] = "", cfg[160] = "";
+    double err = NAN;
+    int64_t bad = 0;
+    int ok = 0;
+    cli_rng rng = {t->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(index + 1))};
+    if (wb_format_parse(pc->spec, &f) != WB_OK) {
+        snprintf(why, sizeof why, "bad spec: %s", wb_last_error());
+    } else if (cli_host_alloc(&h, &f, pc->m, pc->n, pc->k) != 0) {
+        snprintf(why, sizeof why, "out of host memory");
+    } else {
+        cli_spec_str(&f, spec, sizeof spec);
+        cli_host_random_acts(&h, &rng);
+        cli_host_random_weights(&h, &rng);
+        if (run_gpu(t, &h, twice, sha, cfg, why, sizeof why) == 0 && compare(&h, &rng, pc->full, &err, &bad) == 0) {
+            double tol = tolerance(&f);
+            if (bad)
+                snprintf(why, sizeof why, "%lld non-finite outputs where the reference is finite", (long long)bad);
+            else if (!(err <= tol))
+                snprintf(why, sizeof why, "relative error %.3e > %.0e", err, tol);
+            else
+                ok = 1;
+        } else if (!why[0]) {
+            snprintf(why, sizeof why, "compare failed");
+        }
+        cli_host_free(&h);
+    }
+    if (sha[0])
+        record_kernel(t, sha, spec, cfg, isnan(err) ? 0 : err, !ok);
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    printf("%s %s m=%lld n=%lld k=%lld%s %s err=%.3e%s%s\n", ok ? "ok  " : "FAIL", pc->spec,
+           (long long)pc->m, (long long)pc->n, (long long)pc->k, twice ? " (twice, bitwise)" : "",
+           cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
+    fflush(stdout);
+}
+
+int cmd_selftest(int argc, char **argv)
+{
+    cli_args a;
+    plan p = {0};
+    selftest t = {0};
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE);
+    int device, rc = cli_parse(argc, argv, allowed, 0, &a);
+    if (rc || (rc = cli_device(&a, &device)))
+        return rc;
+    int quick = cli_has(&a, O_QUICK);
+    if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)))
+        goto done;
+    if (cli_has(&a, O_LIST)) {
+        for (int i = 0; i < p.count; i++)
+            printf("%s\t%lld\t%lld\t%lld\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
+                   (long long)p.c[i].k);
+        goto done;
+    }
+    if (cli_has(&a, O_SEED)) {
+        int64_t s;
+        if ((rc = cli_parse_i64("--seed", a.val[O_SEED], 0, INT64_MAX, &s)))
+            goto done;
+        t.seed = (uint64_t)s;
+    } else {
+        t.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20)) & INT64_MAX;
+    }
+    if ((rc = cli_lib_fail_if(wb_gpu_create(device, &t.gpu), "wb_gpu_create")))
+        goto done;
+    printf("selftest: %d cases on %s (%s), seed %llu (rerun with --seed %llu)\n", p.count,
+           wb_gpu_name(t.gpu), wb_arch_name(wb_gpu_arch(t.gpu)), (unsigned long long)t.seed,
+           (unsigned long long)t.seed);
+    fflush(stdout);
+    /* Determinism: the first multi-row small case runs twice and must agree bitwise. */
+    int twice_at = 0;
+    for (int i = 0; i < p.count; i++)
+        if (p.c[i].m > 1) {
+            twice_at = i;
+            break;
+        }
+    for (int i = 0; i < p.count; i++)
+        run_case(&t, &p.c[i], i, i == twice_at);
+    const char *ledger = cli_has(&a, O_LEDGER) ? a.val[O_LEDGER] : DEFAULT_LEDGER;
+    rc = write_ledger(&t, ledger);
+    printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
+    if (t.failed)
+        rc = cli_fail(CLI_FAILED, "selftest: %d of %d cases failed (seed %llu)", t.failed, p.count,
+                      (unsigned long long)t.seed);
+done:
+    free(p.c);
+    free(t.k);
+    wb_gpu_destroy(t.gpu);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/* warble: the command line (contract section 4). This file only dispatches; each subcommand lives in
+ * its own cmd_*.c file and uses only the public header. */
+#include "tools/cli.h"
+
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: warble COMMAND [ARGS]\n"
+    "\n"
+    "  formats                              list presets and their expansion\n"
+    "  format SPEC                          print the canonical spec\n"
+    "  ptx SPEC --arch ARCH [--m M --n N --k K] [--annotate] [--hash] [choices]\n"
+    "                                       print the PTX of the kernel(s) that would run\n"
+    "                                       (--hash: only '<sha256>  <config>' per kernel)\n"
+    "  check SPEC --arch ARCH [--m LIST --n N --k K] [choices]\n"
+    "                                       assemble with ptxas ($PTXAS overrides the path);\n"
+    "                                       report registers, spills, smem; exit 1 on a problem\n"
+    "  run SPEC --m M --n N --k K --a F --w F --w-scale F [--w-zero F] [--w-global F]\n"
+    "      [--bias F] [--a-scale F] [--a-global F] --out F [--device D] [choices]\n"
+    "                                       run one GEMM on the GPU from interchange files\n"
+    "  bench SPEC --m LIST --n N --k K [--json] [--sweep] [--device D] [choices]\n"
+    "                                       time kernels on the GPU (median of 15, weights > 256 MB)\n"
+    "  selftest [--quick] [--list] [--ledger FILE] [--seed S] [--device D]\n"
+    "                                       GPU correctness over formats and shapes\n"
+    "  help, --help                         this text;  --version  the version\n"
+    "\n"
+    "choices (zero = let warble choose): --mma mma.sync|wgmma|tcgen05  --load ldg|cp.async|tma\n"
+    "  --stages N  --m-tiles N  --warps-n N  --warps-k N\n"
+    "ARCH: sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a (aliases: turing, ampere, hopper,\n"
+    "  b200, b300, rtx50, ...)\n"
+    "exit status: 0 ok, 1 a failed check or run, 2 bad usage or input (unsupported specs included)\n";
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} commands[] = {
+    {"formats", cmd_formats}, {"format", cmd_format}, {"ptx", cmd_ptx},       {"check", cmd_check},
+    {"run", cmd_run},         {"bench", cmd_bench},   {"selftest", cmd_selftest},
+};
+
+static int is_help(const char *s)
+{
+    return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0 || strcmp(s, "help") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_fail(CLI_USAGE, "no command given (try 'warble --help')");
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 || (i == 1 && is_help(argv[1]))) {
+            fputs(usage_text, stdout);
+            return CLI_OK;
+        }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("warble %s\n", wb_version());
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) != 0)
+            continue;
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return rc ? rc : cli_fail(CLI_FAILED, "writing to standard output failed");
+        return rc;
+    }
+    return cli_fail(CLI_USAGE, "unknown command '%s' (try 'warble --help')", argv[1]);
+}
