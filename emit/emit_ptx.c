@@ -33,6 +33,8 @@ static void print_insn(wb_buf *b, const wb_func *f, const wb_insn *in)
     const char *t = templates[in->op];
     if (in->op != WB_OP_LABEL)
         wb_buf_printf(b, "    ");
+    if (in->guard >= 0)
+        wb_buf_printf(b, "@%s%s%d ", in->guard_neg ? "!" : "", rc_prefix[WB_RC_PRED], in->guard);
     for (; *t; t++) {
         if (*t != '%' || !t[1]) {
             wb_buf_printf(b, "%c", *t);

@@ -68,6 +68,7 @@ wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...)
     in->type = type;
     in->nopnds = n;
     in->note = f->note;
+    in->guard = -1;
     f->note = NULL;
     va_list ap;
     va_start(ap, n);
@@ -75,4 +76,12 @@ wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...)
         in->o[i] = va_arg(ap, wb_opnd);
     va_end(ap);
     return in;
+}
+
+void wb_guard_last(wb_func *f, wb_reg pred, int negate)
+{
+    if (!f->ninsns)
+        return;
+    f->insns[f->ninsns - 1].guard = pred.id;
+    f->insns[f->ninsns - 1].guard_neg = negate;
 }

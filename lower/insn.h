@@ -34,6 +34,8 @@ typedef struct wb_insn {
     int nopnds;
     wb_opnd o[WB_MAX_OPNDS];
     const char *note;    /* an `// ir:` annotation that ties this instruction to a tile op */
+    int guard;           /* a predicate register that guards it (printed `@%p`), or -1 */
+    int guard_neg;       /* guard on the predicate being false (`@!%p`) */
 } wb_insn;
 
 typedef struct wb_func {
@@ -61,6 +63,9 @@ wb_opnd wb_imm(int64_t v);
 wb_opnd wb_hex(uint32_t v);
 wb_opnd wb_f32(float v);
 wb_opnd wb_text(const char *s);
+
+/* Guard the instruction just appended by a predicate (`@p`, or `@!p` when negate). */
+void wb_guard_last(wb_func *f, wb_reg pred, int negate);
 
 /* Append an instruction; returns it (NULL when out of memory). */
 wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...);

@@ -13,6 +13,20 @@
 
 #include "lower/layout.h"
 
+#define MAX_SLOTS 32
+
+typedef struct slot {
+    wb_reg src;  /* u64 global address at kt = 0 */
+    wb_reg dst;  /* u32 shared address in stage 0 */
+    wb_reg pred; /* copy only when true; id -1 = always */
+    wb_reg wk;   /* scale slots: the k64 chunk of the block tile this slot serves */
+} slot;
+
+typedef struct plan {
+    int n;
+    slot s[MAX_SLOTS];
+} plan;
+
 typedef struct lw {
     wb_func *f;
     wb_kernel *k;
@@ -27,6 +41,8 @@ typedef struct lw {
     wb_reg smem, ro, wo;               /* shared base, read / write stage offsets */
     wb_reg **vals;                     /* registers of each tile value */
     const char *loop_head;             /* label of the K loop */
+    plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
+    wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
 } lw;
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -143,116 +159,147 @@ static void lower_setup(lw *L)
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
 }
 
-/* ---- global -> shared copies of one stage */
+/* ---- global -> shared copies of one stage
+ * Each thread owns fixed 16-byte slots of every block tile. Their addresses at kt = 0 and their
+ * predicates are computed once before the loop; an iteration only adds the k offset. Activation rows
+ * past M are not loaded at all: a stale row only feeds output columns that are never stored. */
 
-/* Copy 16 bytes: cp.async with zero fill (src_size 0 or 16), or a plain load masked to zero. */
-static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg valid16)
+typedef void slot_fn(lw *L, wb_reg id, slot *out);
+
+static void plan_slots(lw *L, plan *p, int total, slot_fn *fn)
+{
+    int threads = L->lay.threads;
+    p->n = 0;
+    for (int i = 0; i * threads < total && p->n < MAX_SLOTS; i++) {
+        slot *sl = &p->s[p->n++];
+        wb_reg id = addi(L, L->tid, (int64_t)i * threads);
+        sl->pred = (wb_reg){-1};
+        sl->wk = (wb_reg){-1};
+        fn(L, id, sl);
+        if ((i + 1) * threads > total) {
+            wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
+            wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(id), wb_imm(total));
+            if (sl->pred.id >= 0)
+                wb_emit(L->f, WB_OP_AND, "pred", 3, wb_r(in), wb_r(in), wb_r(sl->pred));
+            sl->pred = in;
+        }
+    }
+}
+
+static void slot_a(lw *L, wb_reg id, slot *sl)
+{
+    int bm = L->lay.bm;
+    wb_reg c = andi(L, id, 7), r = remi(L, shri(L, id, 3), bm), wk = divi(L, id, bm * 8);
+    wb_reg row = add(L, L->m0, r);
+    sl->pred = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
+    /* element index at kt = 0: row*K + wk*64 + c*8 */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW), wb_r(muli(L, c, 8)));
+    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(L->kdim));
+    elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
+    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a),
+                  wb_r(op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1))));
+    /* shared: wk*bm*128 + r*128 + ((c ^ (r & 7)) * 16), swizzled against bank conflicts */
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, r, 7)));
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 128), wb_r(L->smem));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(128), wb_r(dst));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
+    sl->dst = addi(L, dst, L->lay.a_off);
+}
+
+static void slot_w(lw *L, wb_reg id, slot *sl)
+{
+    int wkn = L->cfg->warps_k;
+    wb_reg lane = andi(L, id, 31), wk = remi(L, shri(L, id, 5), wkn), wn = divi(L, id, 32 * wkn);
+    /* ((strip0 + wn) * kchunks + wk) * 512 + lane*16 at kt = 0 */
+    wb_reg cidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, wn)), wb_r(L->kchunks), wb_r(wk));
+    sl->src = addr64(L, addr64(L, L->w, cidx, 512), lane, 16);
+    sl->dst = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(L->smem)), L->lay.w_off);
+}
+
+static void slot_s(lw *L, wb_reg id, slot *sl)
+{
+    int wkn = L->cfg->warps_k, pieces = L->lay.groups_per_chunk * L->lay.rec_bytes / 16;
+    wb_reg piece = remi(L, id, pieces);
+    sl->wk = remi(L, divi(L, id, pieces), wkn);
+    wb_reg wn = divi(L, id, pieces * wkn);
+    wb_reg gidx = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, wn)), wb_r(L->ngroups));
+    sl->src = addr64(L, addr64(L, L->s, gidx, L->lay.rec_bytes), piece, 16);
+    sl->dst = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(L->smem)), L->lay.s_off);
+}
+
+/* Copy 16 bytes: cp.async, or a plain load and a shared store (no cp.async on the target). */
+static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred)
 {
     if (L->cfg->load == WB_LOAD_CP_ASYNC) {
-        wb_emit(L->f, WB_OP_CP_ASYNC_ZFILL, NULL, 3, wb_r(dst), wb_r(src), valid16.id >= 0 ? wb_r(valid16) : wb_imm(16));
+        wb_emit(L->f, WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
+        if (pred.id >= 0)
+            wb_guard_last(L->f, pred, 0);
         return;
     }
     wb_reg v[4];
     for (int i = 0; i < 4; i++)
         v[i] = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_LD_GLOBAL_V4, NULL, 5, wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]), wb_r(src));
-    if (valid16.id >= 0) {
-        /* valid16 is 16 or 0: turn it into an all-ones or zero mask */
-        wb_reg mask = op2(L, WB_OP_SUB, "s32", WB_RC_B32, wb_imm(0), wb_r(shri(L, valid16, 4)));
-        for (int i = 0; i < 4; i++)
-            v[i] = op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(v[i]), wb_r(mask));
-    }
+    if (pred.id >= 0)
+        wb_guard_last(L->f, pred, 0);
     wb_emit(L->f, WB_OP_ST_SHARED_V4, NULL, 5, wb_r(dst), wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]));
+    if (pred.id >= 0)
+        wb_guard_last(L->f, pred, 0);
 }
 
-/* Run `body(L, id, stage)` for every chunk id < total that this thread owns. */
-typedef void chunk_fn(lw *L, wb_reg id, wb_reg stage_base, wb_reg kt);
-
-static void for_chunks(lw *L, int total, chunk_fn *body, wb_reg stage_base, wb_reg kt)
+static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
 {
-    int threads = L->lay.threads;
-    for (int i = 0; i * threads < total; i++) {
-        wb_reg id = addi(L, L->tid, (int64_t)i * threads);
-        const char *skip = NULL;
-        if ((i + 1) * threads > total) {
-            wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(id), wb_imm(total));
-            skip = wb_new_label(L->f, "skip");
-            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-        }
-        body(L, id, stage_base, kt);
-        if (skip)
-            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    for (int i = 0; i < p->n; i++) {
+        const slot *sl = &p->s[i];
+        wb_reg src = koff.id >= 0 ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sl->src), wb_r(koff)) : sl->src;
+        copy16(L, add(L, sl->dst, stage_off), src, sl->pred);
     }
-}
-
-static void copy_a_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
-{
-    int bm = L->lay.bm;
-    wb_reg c = andi(L, id, 7), r = remi(L, shri(L, id, 3), bm), wk = divi(L, id, bm * 8);
-    wb_reg row = add(L, L->m0, r);
-    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(row), wb_r(L->m));
-    wb_reg src_row = wb_new_reg(L->f, WB_RC_B32), valid = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(src_row), wb_r(row), wb_imm(0), wb_r(p));
-    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(valid), wb_imm(16), wb_imm(0), wb_r(p));
-    /* element index: row*K + kt*bk + wk*64 + c*8 */
-    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->lay.bk), wb_r(muli(L, c, 8)));
-    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(col), wb_r(wk), wb_imm(WB_KW), wb_r(col));
-    wb_reg rowoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(src_row), wb_r(L->kdim));
-    wb_reg elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(rowoff), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
-    wb_reg bytes = op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1));
-    wb_reg src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(bytes));
-    /* shared: base + wk*bm*128 + r*128 + ((c ^ (r & 7)) * 16), swizzled against bank conflicts */
-    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, r, 7)));
-    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 128), wb_r(base));
-    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(dst), wb_r(r), wb_imm(128), wb_r(dst));
-    wb_emit(L->f, WB_OP_MAD_LO, "u32", 4, wb_r(dst), wb_r(sw), wb_imm(16), wb_r(dst));
-    copy16(L, addi(L, dst, L->lay.a_off), src, valid);
-}
-
-static void copy_w_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
-{
-    int wkn = L->cfg->warps_k;
-    wb_reg lane = andi(L, id, 31), wk = remi(L, shri(L, id, 5), wkn), wn = divi(L, id, 32 * wkn);
-    /* ((strip0 + wn) * kchunks + kt*warps_k + wk) * 512 + lane*16 */
-    wb_reg strip = add(L, L->strip0, wn);
-    wb_reg chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(wkn), wb_r(wk));
-    wb_reg cidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->kchunks), wb_r(chunk));
-    wb_reg src = addr64(L, L->w, cidx, 512);
-    src = addr64(L, src, lane, 16);
-    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(base));
-    copy16(L, addi(L, dst, L->lay.w_off), src, (wb_reg){-1});
-}
-
-static void copy_s_chunk(lw *L, wb_reg id, wb_reg base, wb_reg kt)
-{
-    int wkn = L->cfg->warps_k, pieces = L->lay.groups_per_chunk * L->lay.rec_bytes / 16;
-    wb_reg piece = remi(L, id, pieces), wk = remi(L, divi(L, id, pieces), wkn);
-    wb_reg wn = divi(L, id, pieces * wkn);
-    wb_reg strip = add(L, L->strip0, wn);
-    wb_reg group; /* first scale group of this k64 chunk */
-    if (L->fmt->g == 0) {
-        group = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    } else {
-        wb_reg chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(wkn), wb_r(wk));
-        group = L->fmt->g < WB_KW ? muli(L, chunk, WB_KW / L->fmt->g) : divi(L, chunk, L->fmt->g / WB_KW);
-    }
-    wb_reg gidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->ngroups), wb_r(group));
-    wb_reg src = addr64(L, L->s, gidx, L->lay.rec_bytes);
-    src = addr64(L, src, piece, 16);
-    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(base));
-    copy16(L, addi(L, dst, L->lay.s_off), src, (wb_reg){-1});
 }
 
 /* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
 static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 {
+    int wkn = L->cfg->warps_k;
+    issue_plan(L, &L->pa, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * 2)));
+    issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * 512)));
+    for (int i = 0; i < L->ps.n; i++) {
+        slot one = L->ps.s[i];
+        wb_reg koff = {-1};
+        if (L->fmt->g) { /* the first scale group of this k64 chunk */
+            wb_reg chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(wkn), wb_r(one.wk));
+            wb_reg group = L->fmt->g < WB_KW ? muli(L, chunk, WB_KW / L->fmt->g) : divi(L, chunk, L->fmt->g / WB_KW);
+            koff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes));
+        }
+        plan single = {1, {one}};
+        issue_plan(L, &single, stage_off, koff);
+    }
+}
+
+static void plan_copies(lw *L)
+{
     int warps = L->cfg->warps_n * L->cfg->warps_k;
-    wb_reg base = add(L, L->smem, stage_off);
-    for_chunks(L, L->lay.bm * 8 * L->cfg->warps_k, copy_a_chunk, base, kt);
-    for_chunks(L, warps * 32, copy_w_chunk, base, kt);
-    for_chunks(L, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, copy_s_chunk, base, kt);
+    plan_slots(L, &L->pa, L->lay.bm * 8 * L->cfg->warps_k, slot_a);
+    plan_slots(L, &L->pw, warps * 32, slot_w);
+    plan_slots(L, &L->ps, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, slot_s);
+}
+
+/* Fragment addresses in stage 0, computed once: an iteration adds the read stage offset. */
+static void plan_frags(lw *L)
+{
+    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(512), wb_r(L->smem));
+    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(w)), L->lay.w_off);
+    wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
+                    wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
+    L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);
+    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
+    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
+    ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(ab)), L->lay.a_off);
+    for (int h = 0; h < 2; h++) {
+        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, quad, h * 4)), wb_r(row));
+        L->afrag[h] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
+    }
 }
 
 /* ---- the K loop */
@@ -260,6 +307,8 @@ static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 static void lower_kloop(lw *L)
 {
     int S = L->cfg->stages, stage = L->lay.stage;
+    plan_copies(L);
+    plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
     if (L->cfg->load == WB_LOAD_CP_ASYNC) {
@@ -322,24 +371,15 @@ static void lower_kloop_end(lw *L)
 
 /* ---- fragments */
 
-static wb_reg warp_slot(lw *L)
-{
-    /* index of this warp's (wn, wk) slot in the W and scale tiles */
-    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-}
-
 static void lower_frag_w(lw *L, int value)
 {
     wb_reg *q = value_regs(L, value, 4);
     if (!q)
         return;
-    wb_reg addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(warp_slot(L)), wb_imm(512), wb_r(L->ro));
-    addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(addr));
-    addr = add(L, addr, L->smem);
-    addr = addi(L, addr, L->lay.w_off);
     for (int i = 0; i < 4; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]), wb_r(addr));
+    wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]),
+            wb_r(add(L, L->wfrag, L->ro)));
 }
 
 /* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int. */
@@ -349,10 +389,7 @@ static void lower_frag_scale(lw *L, int value)
     wb_reg *r = value_regs(L, value, gpc * 4);
     if (!r)
         return;
-    wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(warp_slot(L)), wb_imm(gpc * L->lay.rec_bytes),
-                      wb_r(L->ro));
-    base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(base));
-    base = addi(L, add(L, base, L->smem), L->lay.s_off);
+    wb_reg base = add(L, L->sfrag, L->ro);
     for (int gi = 0; gi < gpc; gi++) {
         for (int z = 0; z <= zp; z++) {
             wb_reg rec = wb_new_reg(L->f, WB_RC_B32);
@@ -370,14 +407,8 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
-    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
-    wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->ro));
-    base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(base));
-    base = addi(L, add(L, base, L->smem), L->lay.a_off);
     for (int h = 0; h < 2; h++) {
-        wb_reg chunk = addi(L, quad, h * 4);
-        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(chunk), wb_r(row));
-        wb_reg addr = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(base));
+        wb_reg addr = add(L, L->afrag[h], L->ro);
         for (int mt = 0; mt < mt_n; mt++) {
             wb_reg *d = &b[(mt * 4 + 2 * h) * 2];
             for (int i = 0; i < 4; i++)
@@ -477,8 +508,8 @@ static void lower_epilogue(lw *L, int acc)
         wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(p0), wb_r(L->wk), wb_imm(0));
         const char *skip = wb_new_label(L->f, "nored");
         wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(p0), wb_text(skip));
-        wb_reg slot = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(addi(L, L->wk, -1)), wb_imm(wnn), wb_r(L->wn));
-        wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot), wb_imm(nacc * 128), wb_r(L->smem));
+        wb_reg red_slot = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(addi(L, L->wk, -1)), wb_imm(wnn), wb_r(L->wn));
+        wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(red_slot), wb_imm(nacc * 128), wb_r(L->smem));
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(base));
         for (int i = 0; i < nacc; i++)
             wb_emit(L->f, WB_OP_ST_SHARED, "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
