@@ -10,6 +10,7 @@ Usage: python3 bench/warble_peers.py [--lib build/libwarble.so] [--shapes 8192x8
 import argparse
 import ctypes as C
 import json
+import math
 import os
 import sys
 
@@ -40,6 +41,8 @@ def load_lib(path):
     lib.wb_layer_last_kernel.argtypes = [C.c_void_p, C.POINTER(Config), C.c_char_p]
     lib.wb_config_print.argtypes = [C.POINTER(Config), C.c_char_p, C.c_size_t]
     lib.wb_layer_destroy.argtypes = [C.c_void_p]
+    lib.wb_format_print.argtypes = [C.c_void_p, C.c_char_p, C.c_size_t]
+    lib.wb_type_parse.argtypes = [C.c_char_p, C.c_void_p]
     return lib
 
 
@@ -48,26 +51,92 @@ def check(lib, status, what):
         raise RuntimeError("%s: %s" % (what, lib.wb_last_error().decode()))
 
 
-def make_layers(lib, gpu, fmt, n, k, group, count):
+class WbType(C.Structure):
+    _fields_ = [("kind", C.c_int), ("bits", C.c_int), ("ebits", C.c_int), ("mbits", C.c_int)]
+
+
+def canonical(lib, spec):
+    fmt = C.create_string_buffer(256)
+    check(lib, lib.wb_format_parse(spec.encode(), fmt), "wb_format_parse")
+    text = C.create_string_buffer(512)
+    lib.wb_format_print(fmt, text, 512)
+    return fmt, dict(kv.split("=") for kv in text.value.decode().split(","))
+
+
+def type_of(lib, name):
+    t = WbType()
+    if lib.wb_type_parse(name.encode(), C.byref(t)) != 0:
+        raise RuntimeError("bad type " + name)
+    return t
+
+
+def finite_codes(lib, t):
+    lib.wb_type_decode.restype = C.c_double
+    lib.wb_type_decode.argtypes = [WbType, C.c_uint32]
+    vals = [lib.wb_type_decode(t, c) for c in range(1 << t.bits)]
+    return torch.tensor([c for c, v in enumerate(vals) if math.isfinite(v)], dtype=torch.uint8)
+
+
+def scale_array(lib, t, shape):
+    lib.wb_type_encode.restype = C.c_uint32
+    lib.wb_type_encode.argtypes = [WbType, C.c_double]
+    lib.wb_type_file_bytes.argtypes = [WbType]
+    nbytes = lib.wb_type_file_bytes(t)
+    vals = torch.rand(*shape, dtype=torch.float64) * 0.02 + 0.01
+    if nbytes == 2 or nbytes == 4:
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[canon_name(t)]
+        return vals.to(dt).view(torch.int16 if nbytes == 2 else torch.int32).numpy()
+    out = torch.empty(shape, dtype=torch.uint8)
+    flat = out.view(-1)
+    for i, v in enumerate(vals.view(-1).tolist()):
+        flat[i] = lib.wb_type_encode(t, v)
+    return out.numpy()
+
+
+def canon_name(t):
+    return {4: "f16", 5: "bf16", 6: "f32"}.get(t.kind, "?")  # wb_kind values
+
+
+def make_layers(lib, gpu, fmt, spec_keys, n, k, count):
+    w, ws = type_of(lib, spec_keys["w"]), type_of(lib, spec_keys["ws"])
+    g, gn = int(spec_keys["g"]), int(spec_keys["gn"])
+    codes_ok = finite_codes(lib, w)
+    sshape = (n // gn, k // g) if g else (n, 1)
+    scales = scale_array(lib, ws, sshape)  # one scale set, reused: its bytes are small
+    gl = (C.c_float * 1)(1.0)
     layers = []
     for _ in range(count):
-        codes = torch.randint(0, 16, (n, k), dtype=torch.uint8).numpy()
-        scales = (torch.rand(n, max(1, k // group) if group else 1) * 0.02 + 0.01).half().numpy()
-        hw = HostWeights(codes.ctypes.data, scales.ctypes.data, None, None, None)
+        idx = torch.randint(0, len(codes_ok), (n, k))
+        codes = codes_ok[idx].numpy()
+        zero = None
+        if spec_keys["zp"] == "int":
+            zero = torch.randint(0, 1 << w.bits, sshape, dtype=torch.uint8).numpy()
+        hw = HostWeights(codes.ctypes.data, scales.ctypes.data, zero.ctypes.data if zero is not None else None,
+                         C.cast(gl, C.c_void_p) if spec_keys["wgs"] == "1" else None, None)
         layer = C.c_void_p()
         check(lib, lib.wb_layer_create(gpu, fmt, n, k, C.byref(hw), C.byref(layer)), "wb_layer_create")
         layers.append(layer)
     return layers
 
 
-def bench_warble(lib, gpu, spec, group, n, k, ms, wbytes):
-    fmt = C.create_string_buffer(256)
-    check(lib, lib.wb_format_parse(spec.encode(), fmt), "wb_format_parse")
+def weight_bytes(lib, keys, n, k):
+    w, ws = type_of(lib, keys["w"]), type_of(lib, keys["ws"])
+    g, gn = int(keys["g"]), int(keys["gn"])
+    nscales = (n // gn) * (k // g) if g else n
+    nz = nscales if keys["zp"] != "none" else 0
+    return n * k * w.bits // 8 + (nscales + nz) * lib.wb_type_file_bytes(ws)
+
+
+def bench_warble(lib, gpu, spec, n, k, ms):
+    fmt, keys = canonical(lib, spec)
+    wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
-    layers = make_layers(lib, gpu, fmt, n, k, group, count)
+    layers = make_layers(lib, gpu, fmt, keys, n, k, count)
+    dt = torch.float16 if keys["a"] == "f16" else torch.bfloat16
+    ot = torch.float16 if keys["out"] == "f16" else torch.bfloat16
     for m in ms:
-        a = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        out = torch.empty(m, n, dtype=torch.float16, device="cuda")
+        a = torch.randn(m, k, dtype=dt, device="cuda")
+        out = torch.empty(m, n, dtype=ot, device="cuda")
 
         def call(layer):
             def run():
@@ -92,8 +161,7 @@ def main():
     ap.add_argument("--lib", default="build/libwarble.so")
     ap.add_argument("--shapes", default="8192x8192,28672x4096,4096x14336,6144x4096")
     ap.add_argument("--m", default="1,16,64,256,1024,4096,16384")
-    ap.add_argument("--spec", default="w4a16")
-    ap.add_argument("--group", type=int, default=128)
+    ap.add_argument("--spec", default="w4a16", help="one spec, or several separated by ';'")
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--copy-ceiling", action="store_true")
@@ -109,9 +177,8 @@ def main():
     ms = [int(x) for x in args.m.split(",")]
     for shape in args.shapes.split(","):
         n, k = (int(x) for x in shape.split("x"))
-        groups = k // args.group if args.group else 1
-        wbytes = n * k // 2 + n * groups * 2
-        bench_warble(lib, gpu, args.spec, args.group, n, k, ms, wbytes)
+        for spec in args.spec.split(";"):
+            bench_warble(lib, gpu, spec, n, k, ms)
         if not args.no_torch:
             tp.safe(tp.bench_w16, torch.float16, n, k, ms)
 

@@ -66,7 +66,8 @@ char *wb_emit_ptx(const wb_func *f, const wb_ptx_header *h, int annotate)
         wb_buf_printf(&b, "    .param .%s%s\n", h->params[i], i + 1 < h->nparams ? "," : "");
     wb_buf_printf(&b, ")\n");
     if (h->max_threads)
-        wb_buf_printf(&b, ".maxntid %d, 1, 1\n", h->max_threads);
+        /* with .minnctapersm 1 ptxas does not squeeze registers (and spill) for an occupancy target */
+        wb_buf_printf(&b, ".maxntid %d, 1, 1\n.minnctapersm 1\n", h->max_threads);
     wb_buf_printf(&b, "{\n");
     int count[WB_RC_COUNT] = {0};
     for (int i = 0; i < f->nregs; i++)

@@ -1,6 +1,6 @@
 /* Embedding warble: one W4A16 layer, one GEMM on a stream, checked against the float64 reference.
  *
- *   cc embed_gemm.c $(pkg-config --cflags --libs warble) -o embed_gemm && ./embed_gemm [M N K]
+ *   cc embed_gemm.c $(pkg-config --cflags --libs warble) -lm -o embed_gemm && ./embed_gemm [M N K]
  *
  * Without a GPU it says so and exits 0 after printing the PTX it would run. */
 #include <math.h>

@@ -7,11 +7,12 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->bn = 16 * cfg->warps_n;
     L->bk = WB_KW * cfg->warps_k;
     L->threads = 32 * cfg->warps_n * cfg->warps_k;
-    L->rec_bytes = f->zp == WB_ZP_INT ? 64 : 32;
+    L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * cfg->warps_k;
     L->a_stage = L->bm * 128 * cfg->warps_k;
-    L->w_stage = warps * 512;
+    L->w_bytes = 128 * f->w.bits;
+    L->w_stage = warps * L->w_bytes;
     L->s_stage = warps * L->groups_per_chunk * L->rec_bytes;
     L->a_off = 0;
     L->w_off = L->a_stage;

@@ -1,9 +1,10 @@
 /* The block tiling and memory layouts that the lowering and the weight packer share.
  *
- * Packed weights (docs/layout.md): for each strip of 16 output channels and each k64 chunk, 512 bytes:
- * 32 lanes x 4 u32, u32 j holding the 8 codes lane needs for k16 step j of an m16n8k16 A fragment.
+ * Packed weights (docs/layout.md): for each strip of 16 output channels and each k64 chunk,
+ * 128 * B bytes: 32 lanes x B words, the lane's 32 codes in bit planes (lower/codes.h).
  * Scale records: for each strip and each scale group, 8 u32 scale pairs (T(s[n0+i]), T(s[n0+i+8]))
- * then, with zp=int, 8 u32 pairs of -(magic + zero) in the compute type T. */
+ * then, with a zero point, 8 u32 pairs of -(magic + zero) (zp=int) or -zero*scale (zp=fp) in the
+ * compute type T. */
 #ifndef WB_LAYOUT_H
 #define WB_LAYOUT_H
 
@@ -14,7 +15,8 @@
 
 typedef struct wb_layout {
     int bm, bn, bk, threads;
-    int rec_bytes;        /* one scale record: 32, or 64 with zp=int */
+    int rec_bytes;        /* one scale record: 32, or 64 with a zero point */
+    int w_bytes;          /* packed codes of one warp's k64 slice: 128 * B */
     int groups_per_chunk; /* scale records per warp per stage */
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */

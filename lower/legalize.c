@@ -13,25 +13,20 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
     if (!is16(f->a))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build (f16 and bf16 activations only)",
                        wb_type_name(f->a, tn));
-    if ((f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT) || f->w.bits != 4)
-        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build (int4 and uint4 only)",
+    if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT)
+        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build yet (intB, uintB and eXmY are)",
                        wb_type_name(f->w, tn));
-    if (f->zp == WB_ZP_FP)
-        return wb_fail(WB_ERR_UNSUPPORTED, "zp=fp is not supported by this build (none, or int with uintB)");
-    if (!is16(f->ws))
-        return wb_fail(WB_ERR_UNSUPPORTED, "ws=%s is not supported by this build with 16-bit activations "
-                                           "(f16 or bf16)", wb_type_name(f->ws, tn));
-    if (f->g != 0 && f->g != 32 && f->g % WB_KW)
-        return wb_fail(WB_ERR_UNSUPPORTED, "g=%d is not supported by this build (0, 32, or a multiple of 64)", f->g);
-    if (f->gn != 1)
-        return wb_fail(WB_ERR_UNSUPPORTED, "gn=%d is not supported by this build (gn=1 only)", f->gn);
-    if (f->wgs)
-        return wb_fail(WB_ERR_UNSUPPORTED, "wgs=1 is not supported by this build");
+    if (f->w.kind == WB_KIND_FLOAT && f->a.kind == WB_KIND_F16 && f->w.ebits == 5 && f->w.mbits != 2)
+        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s with a=f16 is not supported: its codes with exponent 31 exceed the "
+                                           "f16 range (use a=bf16)", wb_type_name(f->w, tn));
+    if (f->g != 0 && f->g != 16 && f->g != 32 && f->g % WB_KW)
+        return wb_fail(WB_ERR_UNSUPPORTED, "g=%d is not supported by this build (0, 16, 32, or a multiple of 64)",
+                       f->g);
     if (f->acc.kind != WB_KIND_F32)
         return wb_fail(WB_ERR_UNSUPPORTED, "acc=f16 is not supported by this build (acc=f32)");
     if (!is16(f->out))
         return wb_fail(WB_ERR_UNSUPPORTED, "out must be f16 or bf16");
-    /* bf16 scales are converted to the compute type when packing, so only a and out matter here */
+    /* scales of every type are converted to the compute type when packing: only a and out matter here */
     if ((f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16) &&
         !(t->features & WB_FEAT_BF16))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 MMA or bf16 conversions: bf16 needs sm_80 or newer",

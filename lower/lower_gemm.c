@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower/codes.h"
 #include "lower/layout.h"
 
 #define MAX_SLOTS 32
@@ -209,11 +210,12 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
 
 static void slot_w(lw *L, wb_reg id, slot *sl)
 {
-    int wkn = L->cfg->warps_k;
-    wb_reg lane = andi(L, id, 31), wk = remi(L, shri(L, id, 5), wkn), wn = divi(L, id, 32 * wkn);
-    /* ((strip0 + wn) * kchunks + wk) * 512 + lane*16 at kt = 0 */
+    int wkn = L->cfg->warps_k, pieces = L->lay.w_bytes / 16;
+    wb_reg piece = remi(L, id, pieces), wk = remi(L, divi(L, id, pieces), wkn);
+    wb_reg wn = divi(L, id, pieces * wkn);
+    /* ((strip0 + wn) * kchunks + wk) * w_bytes + piece*16 at kt = 0 */
     wb_reg cidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, wn)), wb_r(L->kchunks), wb_r(wk));
-    sl->src = addr64(L, addr64(L, L->w, cidx, 512), lane, 16);
+    sl->src = addr64(L, addr64(L, L->w, cidx, L->lay.w_bytes), piece, 16);
     sl->dst = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(L->smem)), L->lay.w_off);
 }
 
@@ -262,7 +264,7 @@ static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 {
     int wkn = L->cfg->warps_k;
     issue_plan(L, &L->pa, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * 2)));
-    issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * 512)));
+    issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
         slot one = L->ps.s[i];
         wb_reg koff = {-1};
@@ -280,7 +282,7 @@ static void plan_copies(lw *L)
 {
     int warps = L->cfg->warps_n * L->cfg->warps_k;
     plan_slots(L, &L->pa, L->lay.bm * 8 * L->cfg->warps_k, slot_a);
-    plan_slots(L, &L->pw, warps * 32, slot_w);
+    plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, slot_s);
 }
 
@@ -288,8 +290,9 @@ static void plan_copies(lw *L)
 static void plan_frags(lw *L)
 {
     wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(512), wb_r(L->smem));
-    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(w)), L->lay.w_off);
+    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
+    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
+                    L->lay.w_off);
     wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);
@@ -371,21 +374,32 @@ static void lower_kloop_end(lw *L)
 
 /* ---- fragments */
 
+/* The lane's B words of packed codes, in the widest aligned vectors. */
 static void lower_frag_w(lw *L, int value)
 {
-    wb_reg *q = value_regs(L, value, 4);
+    int words = L->fmt->w.bits, vec = words % 4 == 0 ? 4 : words % 2 == 0 ? 2 : 1;
+    wb_reg *q = value_regs(L, value, words);
     if (!q)
         return;
-    for (int i = 0; i < 4; i++)
+    wb_reg base = add(L, L->wfrag, L->ro);
+    for (int i = 0; i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]),
-            wb_r(add(L, L->wfrag, L->ro)));
+    for (int i = 0; i < words; i += vec) {
+        wb_reg addr = addi(L, base, 4 * i);
+        if (vec == 4)
+            wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
+                    wb_r(addr));
+        else if (vec == 2)
+            wb_emit(L->f, WB_OP_LD_SHARED_V2, NULL, 3, wb_r(q[i]), wb_r(q[i + 1]), wb_r(addr));
+        else
+            wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(q[i]), wb_r(addr));
+    }
 }
 
 /* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int. */
 static void lower_frag_scale(lw *L, int value)
 {
-    int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp == WB_ZP_INT;
+    int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp != WB_ZP_NONE;
     wb_reg *r = value_regs(L, value, gpc * 4);
     if (!r)
         return;
@@ -419,42 +433,11 @@ static void lower_frag_a(lw *L, int value)
     }
 }
 
-/* ---- dequant: 4-bit codes -> 16-bit values by the magic-number trick, zero and scale per group.
- * Each code c sits in the mantissa of `magic` (1024 in f16, 128 in bf16); subtracting
- * (magic + zero) is exact, then one multiply by the scale rounds once. */
 static void lower_dequant(lw *L, int value, int codes, int scales)
 {
-    int bf = !strcmp(L->T, "bf16");
-    uint32_t magic = bf ? 0x4300 : 0x6400, one = bf ? 0x3F80 : 0x3C00;
-    int zconst = L->fmt->w.kind == WB_KIND_INT ? 1 << (L->fmt->w.bits - 1) : 0;
-    uint32_t negz = 0x8000 | magic | (uint32_t)zconst;
-    const char *ty = bf ? "bf16x2" : "f16x2";
-    wb_reg *q = L->vals[codes], *s = L->vals[scales];
     wb_reg *out = value_regs(L, value, 16);
-    if (!out || !q || !s)
-        return;
-    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
-            wb_text(wb_arena_printf(L->f->arena, "dequant rule: integer magic number (lop3 into %s 0x%04X, "
-                                    "fma subtracts magic+zero, fma by the group scale)", L->T, magic)));
-    wb_reg one2 = mov(L, "b32", WB_RC_B32, wb_hex(one << 16 | one));
-    wb_reg nz2 = mov(L, "b32", WB_RC_B32, wb_hex(negz << 16 | negz));
-    wb_reg negzero = mov(L, "b32", WB_RC_B32, wb_hex(0x80008000u));
-    for (int step = 0; step < 4; step++) {
-        int gi = L->lay.groups_per_chunk > 1 ? step * 16 / L->fmt->g : 0;
-        for (int i = 0; i < 4; i++) {
-            wb_reg src = i ? shri(L, q[step], 4 * i) : q[step];
-            wb_reg x = wb_new_reg(L->f, WB_RC_B32);
-            wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(x), wb_r(src), wb_hex(0x000F000F), wb_hex(magic << 16 | magic),
-                    wb_imm(0xEA));
-            int hi_row = i & 1; /* regs 0 and 2: channel gid; 1 and 3: gid + 8 */
-            wb_reg zoff = L->fmt->zp == WB_ZP_INT ? s[gi * 4 + 2 + hi_row] : nz2;
-            wb_reg h = wb_new_reg(L->f, WB_RC_B32);
-            wb_emit(L->f, WB_OP_FMA_X2, ty, 4, wb_r(h), wb_r(x), wb_r(one2), wb_r(zoff));
-            wb_reg v = wb_new_reg(L->f, WB_RC_B32);
-            wb_emit(L->f, WB_OP_FMA_X2, ty, 4, wb_r(v), wb_r(h), wb_r(s[gi * 4 + hi_row]), wb_r(negzero));
-            out[step * 4 + i] = v;
-        }
-    }
+    if (out && L->vals[codes] && L->vals[scales])
+        wb_lower_dequant(L->f, L->fmt, L->lay.groups_per_chunk, L->vals[codes], L->vals[scales], out);
 }
 
 static void lower_acc(lw *L, int value)

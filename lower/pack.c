@@ -1,17 +1,26 @@
 /* Weight packing: canonical N x K codes, scales and zeros -> the kernel layout of lower/layout.h.
+ *
  * Codes: signed intB becomes its biased unsigned form (code ^ 2^(B-1)), so the kernel subtracts one
- * constant; each lane's u32 holds the 8 codes of its m16n8k16 A fragment, register i's two halves in
- * nibbles i and i+4. Scales and zero offsets are converted to the compute type (exact for f16->f16,
- * bf16->bf16; a cross conversion rounds once to nearest even). */
+ * constant; small floats and unsigned codes stay as they are. Each lane's 32 codes of a k64 chunk go
+ * into bit planes (lower/codes.h). Scales of any type, any N block (gn) and the tensor scale (wgs) are
+ * folded here into one value per (channel, group) in the compute type T, so the kernel sees one scale
+ * layout for every format. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/codes.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 
 static uint16_t to_compute(wb_type t, double v)
 {
     return t.kind == WB_KIND_BF16 ? wb_bf16_from_double(v) : wb_f16_from_double(v);
+}
+
+static double from_compute(wb_type t, uint16_t h)
+{
+    return t.kind == WB_KIND_BF16 ? wb_bf16_to_double(h) : wb_f16_to_double(h);
 }
 
 static double read_elem(wb_type t, const void *base, int64_t i)
@@ -23,27 +32,99 @@ static double read_elem(wb_type t, const void *base, int64_t i)
     return wb_type_decode(t, code);
 }
 
-/* Position of code (row r, column kk) of a strip/chunk: lane and nibble inside the lane's 4 u32. */
-static void code_slot(int r, int kk, int *lane, int *word, int *nibble)
+/* Lane and plane-independent coordinates of code (r, kk) of a strip and k64 chunk. */
+static void code_coords(int r, int kk, int *lane, int *step, int *reg, int *half)
 {
-    int step = kk / 16, kin = kk % 16;
-    int hi_k = kin >= 8, tig = (kin % 8) / 2, second = kin & 1;
-    int hi_row = r >= 8, gid = r % 8;
-    *lane = gid * 4 + tig;
-    *word = step;
-    *nibble = (hi_k * 2 + hi_row) + 4 * second;
+    int kin = kk % 16;
+    *step = kk / 16;
+    *reg = (kin >= 8) * 2 + (r >= 8);
+    *half = kin & 1;
+    *lane = (r % 8) * 4 + (kin % 8) / 2;
 }
 
 static wb_status check_pack_args(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w)
 {
     if (!f || !w || !w->w || !w->w_scale)
         return wb_fail(WB_ERR_INVALID, "wb_pack_weights: codes and scales are required");
-    if (f->w.bits != 4 || n % 16 || k % WB_KW)
-        return wb_fail(WB_ERR_UNSUPPORTED, "wb_pack_weights: 4-bit codes, N a multiple of 16, K of 64");
-    if ((f->zp == WB_ZP_INT) != (w->w_zero != NULL))
-        return wb_fail(WB_ERR_INVALID, "wb_pack_weights: zero points given iff zp=int");
+    if (f->w.bits < 1 || f->w.bits > 8 || n % 16 || k % WB_KW)
+        return wb_fail(WB_ERR_UNSUPPORTED, "wb_pack_weights: 1- to 8-bit codes, N a multiple of 16, K of 64");
+    wb_status s = wb_format_check_shape(f, 1, n, k);
+    if (s)
+        return s;
+    if ((f->zp != WB_ZP_NONE) != (w->w_zero != NULL))
+        return wb_fail(WB_ERR_INVALID, "wb_pack_weights: zero points are given iff zp is int or fp");
     if ((f->bias != 0) != (w->bias != NULL))
         return wb_fail(WB_ERR_INVALID, "wb_pack_weights: a bias is given iff bias=1");
+    if ((f->wgs != 0) != (w->w_global != NULL))
+        return wb_fail(WB_ERR_INVALID, "wb_pack_weights: a tensor scale is given iff wgs=1");
+    return WB_OK;
+}
+
+/* A code the kernel cannot represent as a finite value (e4m3 NaN, e5m2 infinities and NaN). */
+static int finite_code(wb_type t, uint8_t code) { return isfinite(wb_type_decode(t, code)); }
+
+static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint8_t *codes, uint32_t *pw)
+{
+    wb_codes cs;
+    wb_codes_get(f->w.bits, &cs);
+    int bits = f->w.bits, sign = f->w.kind == WB_KIND_INT ? 1 << (bits - 1) : 0;
+    int64_t chunks = k / WB_KW;
+    for (int64_t row = 0; row < n; row++)
+        for (int64_t col = 0; col < k; col++) {
+            uint8_t code = codes[row * k + col];
+            if (code >> bits)
+                return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) has bits above the %d low bits",
+                               code, (long long)row, (long long)col, bits);
+            if (f->w.kind == WB_KIND_FLOAT && !finite_code(f->w, code))
+                return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
+                               code, (long long)row, (long long)col);
+            int lane, step, reg, half;
+            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
+            uint32_t u = (uint32_t)(code ^ sign);
+            uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
+            for (int p = 0; p < cs.nplanes; p++) {
+                int word, bit;
+                wb_plane_field(&cs.plane[p], step, reg, &word, &bit);
+                uint32_t part = (u >> cs.plane[p].offset) & ((1u << cs.plane[p].width) - 1);
+                lw[word] |= part << (bit + 16 * half);
+            }
+        }
+    return WB_OK;
+}
+
+/* One scale record per (strip, group): T(scale) pairs, then zero pairs. */
+static wb_status pack_scales(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, uint16_t *ps)
+{
+    wb_type T = f->a;
+    int64_t groups = wb_layout_groups(f, k), cols = f->g ? k / f->g : 1;
+    int rec = f->zp != WB_ZP_NONE ? 32 : 16; /* u16 per record */
+    double magic = T.kind == WB_KIND_BF16 ? 128.0 : 1024.0;
+    double global = f->wgs ? (double)*w->w_global : 1.0;
+    int split8 = T.kind == WB_KIND_BF16 && f->w.bits == 8;
+    for (int64_t strip = 0; strip < n / 16; strip++)
+        for (int64_t q = 0; q < groups; q++) {
+            uint16_t *r = ps + (strip * groups + q) * rec;
+            for (int i = 0; i < 16; i++) {
+                int64_t row = strip * 16 + i, idx = row / f->gn * cols + q;
+                int slot = (i % 8) * 2 + i / 8; /* u32 i%8, low half for rows 0..7 */
+                double s = read_elem(f->ws, w->w_scale, idx) * global;
+                r[slot] = to_compute(T, s);
+                if (!isfinite(from_compute(T, r[slot])))
+                    return wb_fail(WB_ERR_INVALID, "scale %g of channel %lld, group %lld is not finite in %s",
+                                   s, (long long)row, (long long)q, T.kind == WB_KIND_BF16 ? "bf16" : "f16");
+                if (f->zp == WB_ZP_INT) {
+                    uint8_t z = ((const uint8_t *)w->w_zero)[idx];
+                    if (z >> f->w.bits)
+                        return wb_fail(WB_ERR_INVALID, "zero code 0x%02x at %lld has bits above the %d low bits",
+                                       z, (long long)idx, f->w.bits);
+                    /* bf16 8-bit codes are split in two nibbles that carry the magic themselves */
+                    r[16 + slot] = to_compute(T, -(split8 ? 0 : magic) - z);
+                } else if (f->zp == WB_ZP_FP) {
+                    /* w = (u - z) * s = u * s + c with c = -z * s, rounded once */
+                    r[16 + slot] = to_compute(T, -read_elem(f->ws, w->w_zero, idx) * s);
+                }
+            }
+        }
     return WB_OK;
 }
 
@@ -53,10 +134,9 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
     wb_status s = check_pack_args(f, n, k, w);
     if (s)
         return s;
-    int64_t chunks = k / WB_KW, groups = wb_layout_groups(f, k);
-    int rec = f->zp == WB_ZP_INT ? 64 : 32, sign = f->w.kind == WB_KIND_INT ? 8 : 0;
-    wb_type T = f->a;
-    out->w_bytes = (size_t)(n * k / 2);
+    int64_t groups = wb_layout_groups(f, k);
+    int rec = f->zp != WB_ZP_NONE ? 64 : 32;
+    out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
     out->scale_bytes = (size_t)(n / 16 * groups * rec);
     out->chan_bytes = f->bias ? (size_t)n * 4 : 0;
     out->w = calloc(1, out->w_bytes);
@@ -66,40 +146,13 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
         wb_packed_free(out);
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
-    uint32_t *pw = out->w;
-    for (int64_t row = 0; row < n; row++)
-        for (int64_t col = 0; col < k; col++) {
-            uint8_t code = w->w[row * k + col];
-            if (code > 15) {
-                wb_packed_free(out);
-                return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) has bits above the 4 low bits",
-                               code, (long long)row, (long long)col);
-            }
-            int lane, word, nib;
-            code_slot((int)(row % 16), (int)(col % WB_KW), &lane, &word, &nib);
-            int64_t u32 = ((row / 16 * chunks + col / WB_KW) * 32 + lane) * 4 + word;
-            pw[u32] |= (uint32_t)((code ^ sign) & 15) << (4 * nib);
-        }
-    uint16_t *ps = out->scale;
-    double magic = T.kind == WB_KIND_BF16 ? 128.0 : 1024.0;
-    for (int64_t strip = 0; strip < n / 16; strip++)
-        for (int64_t q = 0; q < groups; q++) {
-            uint16_t *r = ps + (strip * groups + q) * (rec / 2);
-            for (int i = 0; i < 16; i++) {
-                int64_t row = strip * 16 + i, idx = row * groups + q;
-                int slot = (i % 8) * 2 + i / 8; /* u32 i%8, low half for rows 0..7 */
-                r[slot] = to_compute(T, read_elem(f->ws, w->w_scale, idx));
-                if (f->zp == WB_ZP_INT) {
-                    uint8_t z = ((const uint8_t *)w->w_zero)[idx];
-                    if (z > 15) {
-                        wb_packed_free(out);
-                        return wb_fail(WB_ERR_INVALID, "zero code 0x%02x at %lld has bits above the 4 low bits",
-                                       z, (long long)idx);
-                    }
-                    r[16 + slot] = to_compute(T, -(magic + z));
-                }
-            }
-        }
+    s = pack_codes(f, n, k, w->w, out->w);
+    if (!s)
+        s = pack_scales(f, n, k, w, out->scale);
+    if (s) {
+        wb_packed_free(out);
+        return s;
+    }
     float *pc = out->chan;
     for (int64_t i = 0; f->bias && i < n; i++)
         pc[i] = (float)read_elem(f->out, w->bias, i);
@@ -108,17 +161,25 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
 
 wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_packed *p, uint8_t *codes)
 {
-    if (!f || !p || !p->w || !codes || n % 16 || k % WB_KW)
+    if (!f || !p || !p->w || !codes || n % 16 || k % WB_KW || f->w.bits < 1 || f->w.bits > 8)
         return wb_fail(WB_ERR_INVALID, "wb_unpack_codes: bad argument");
+    wb_codes cs;
+    wb_codes_get(f->w.bits, &cs);
+    int bits = f->w.bits, sign = f->w.kind == WB_KIND_INT ? 1 << (bits - 1) : 0;
     int64_t chunks = k / WB_KW;
-    int sign = f->w.kind == WB_KIND_INT ? 8 : 0;
     const uint32_t *pw = p->w;
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
-            int lane, word, nib;
-            code_slot((int)(row % 16), (int)(col % WB_KW), &lane, &word, &nib);
-            int64_t u32 = ((row / 16 * chunks + col / WB_KW) * 32 + lane) * 4 + word;
-            codes[row * k + col] = (uint8_t)(((pw[u32] >> (4 * nib)) & 15) ^ sign);
+            int lane, step, reg, half;
+            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
+            const uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
+            uint32_t u = 0;
+            for (int q = 0; q < cs.nplanes; q++) {
+                int word, bit;
+                wb_plane_field(&cs.plane[q], step, reg, &word, &bit);
+                u |= ((lw[word] >> (bit + 16 * half)) & ((1u << cs.plane[q].width) - 1)) << cs.plane[q].offset;
+            }
+            codes[row * k + col] = (uint8_t)(u ^ (uint32_t)sign);
         }
     return WB_OK;
 }

@@ -18,6 +18,7 @@ if [ "$mode" != bench ]; then
     compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $? ($(tail -1 "$OUT/sanitizer.log"))"
   fi
+  python3 tests/gpu/run_contract.py --warble build/warble 2>&1 | tee "$OUT/run_contract.log" | tail -3
 fi
 ms=$([ "$mode" = quick ] && echo "1,16,256,4096" || echo "1,16,64,256,1024,4096,16384")
 shapes=$([ "$mode" = quick ] && echo "8192x8192" || echo "8192x8192,28672x4096,4096x14336,6144x4096")

@@ -1,4 +1,5 @@
 /* Weight packing: pack then unpack is the identity; scale and zero records sit where the kernel reads. */
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -12,33 +13,37 @@ static void random_codes(uint8_t *c, size_t n, uint64_t *st)
 START_TEST(pack_unpack_identity)
 {
     uint64_t st = wbt_seed();
-    static const char *const specs[] = {"w4a16", "w4a16,w=uint4", "w4a16-zp", "w4a16,a=bf16,g=32"};
     static const int64_t shapes[][2] = {{16, 64}, {48, 128}, {64, 256}, {256, 512}};
-    for (size_t si = 0; si < 4; si++)
-        for (size_t hi = 0; hi < 4; hi++) {
-            wb_format f;
-            ck_assert_int_eq(wb_format_parse(specs[si], &f), WB_OK);
-            int64_t n = shapes[hi][0], k = shapes[hi][1], g = f.g ? f.g : k;
-            if (k % g)
-                continue;
-            uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k)), *z = malloc((size_t)(n * k / g));
-            uint16_t *s = malloc((size_t)(n * k / g) * 2);
-            random_codes(w, (size_t)(n * k), &st);
-            random_codes(z, (size_t)(n * k / g), &st);
-            for (int64_t i = 0; i < n * k / g; i++)
-                s[i] = wb_f16_from_double((double)(wbt_next(&st) % 1000) / 977.0 - 0.5);
-            wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
-            wb_packed p;
-            ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
-            ck_assert_uint_eq(p.w_bytes, (size_t)(n * k / 2));
-            ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
-            ck_assert_mem_eq(w, back, (size_t)(n * k));
-            wb_packed_free(&p);
-            free(w);
-            free(back);
-            free(z);
-            free(s);
-        }
+    char spec[96];
+    for (int bits = 1; bits <= 8; bits++)
+        for (int kind = 0; kind < 3; kind++)
+            for (size_t hi = 0; hi < 4; hi++) {
+                static const char *const kinds[] = {"a=f16,w=int%d,g=64", "a=bf16,w=uint%d,zp=int,g=32",
+                                                    "a=bf16,w=uint%d,g=0"};
+                snprintf(spec, sizeof spec, kinds[kind], bits);
+                wb_format f;
+                ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
+                int64_t n = shapes[hi][0], k = shapes[hi][1], groups = f.g ? k / f.g : 1;
+                uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k)), *z = malloc((size_t)(n * groups));
+                uint16_t *s = malloc((size_t)(n * groups) * 2);
+                for (int64_t i = 0; i < n * k; i++)
+                    w[i] = (uint8_t)(wbt_next(&st) & ((1u << bits) - 1));
+                for (int64_t i = 0; i < n * groups; i++) {
+                    z[i] = (uint8_t)(wbt_next(&st) & ((1u << bits) - 1));
+                    s[i] = wb_bf16_from_double((double)(wbt_next(&st) % 1000) / 977.0 - 0.5);
+                }
+                wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
+                wb_packed p;
+                ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
+                ck_assert_uint_eq(p.w_bytes, (size_t)(n * k * bits / 8)); /* dense: B bits per code */
+                ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+                ck_assert_mem_eq(w, back, (size_t)(n * k));
+                wb_packed_free(&p);
+                free(w);
+                free(back);
+                free(z);
+                free(s);
+            }
 }
 END_TEST
 
@@ -86,6 +91,15 @@ START_TEST(pack_rejects_bad_codes_and_args)
     wb_packed p;
     ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x13 at (5, 7) has bits above the 4 low bits");
+    w[5 * 64 + 7] = 1;
+    wb_format e4;
+    ck_assert_int_eq(wb_format_parse("a=bf16,w=e4m3,g=0", &e4), WB_OK);
+    uint8_t nan_codes[16 * 64];
+    memset(nan_codes, 0x38, sizeof nan_codes);
+    nan_codes[3] = 0x7f; /* e4m3 NaN */
+    wb_host_weights hn = {.w = nan_codes, .w_scale = s};
+    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
     ck_assert_ptr_null(p.w);
     w[5 * 64 + 7] = 1;
     hw.bias = s;

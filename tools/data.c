@@ -119,15 +119,22 @@ static uint8_t random_code(wb_type t, cli_rng *r)
     }
 }
 
-/* Random elements: 1-byte types get uniform finite codes; wider types uniform values in [lo, hi]. */
+/* Random elements: 1-byte types get uniform finite codes (from a table of the finite ones, built once
+ * per call: weight tensors have tens of millions of codes); wider types uniform values in [lo, hi]. */
 static void fill_random(wb_type t, void *base, int64_t count, double lo, double hi, cli_rng *r)
 {
-    for (int64_t i = 0; i < count; i++) {
-        if (wb_type_file_bytes(t) == 1)
-            ((uint8_t *)base)[i] = random_code(t, r);
-        else
+    if (wb_type_file_bytes(t) != 1) {
+        for (int64_t i = 0; i < count; i++)
             cli_put_value(t, base, (size_t)i, cli_rng_uniform(r, lo, hi));
+        return;
     }
+    uint8_t finite[256];
+    unsigned nfinite = 0, ncodes = t.bits >= 8 ? 256u : 1u << t.bits;
+    for (unsigned c = 0; c < ncodes; c++)
+        if (isfinite(wb_type_decode(t, c)))
+            finite[nfinite++] = (uint8_t)c;
+    for (int64_t i = 0; i < count; i++)
+        ((uint8_t *)base)[i] = nfinite ? finite[cli_rng_next(r) % nfinite] : random_code(t, r);
 }
 
 /* Scales: 0.5..1.5 times 1/8, one in ten negative. */

@@ -67,6 +67,56 @@ static int plan_small(plan *p, int quick)
     return rc;
 }
 
+/* Part (c): the weight catalog. Every element type (intB, uintB with and without zero points, every
+ * small float eXmY the activation type allows), each with a scale type and group size taken in turn,
+ * plus the presets; one small shape each (every other one when quick). */
+static int plan_catalog(plan *p, int quick)
+{
+    static const char *const scale_any[] = {"f16", "bf16", "f32", "e8m0", "e4m3", "e5m2"};
+    static const char *const scale_fp[] = {"f16", "bf16", "f32"};
+    static const int groups[] = {0, 16, 32, 64, 128};
+    static const char *const presets[] = {"mxfp4", "nvfp4-a16", "mxint4", "gptq-int3", "w8a16",
+                                          "a=bf16,w=int4,ws=f32,g=128,gn=128", "a=f16,w=uint8,zp=int,ws=f32,g=64,gn=16,wgs=1"};
+    static const char *const acts[] = {"f16", "bf16"};
+    char spec[128];
+    int idx = 0, rc = 0;
+    for (int a = 0; a < 2 && !rc; a++) {
+        for (int b = 1; b <= 8 && !rc; b++) {
+            const char *kinds[] = {"w=int%d", "w=uint%d", "w=uint%d,zp=int", "w=int%d,zp=fp", "w=uint%d,zp=fp"};
+            for (int z = 0; z < 5 && !rc; z++, idx++) {
+                char w[32];
+                snprintf(w, sizeof w, kinds[z], b);
+                const char *ws = z >= 3 ? scale_fp[idx % 3] : scale_any[idx % 6];
+                snprintf(spec, sizeof spec, "a=%s,%s,ws=%s,g=%d,bias=%d", acts[a], w, ws, groups[idx % 5], idx % 2);
+                if (!quick || idx % 2 == 0)
+                    rc = plan_add(p, spec, 7, 256, 512, 1);
+            }
+        }
+        for (int x = 1; x <= 7 && !rc; x++)
+            for (int y = 0; x + y <= 7 && !rc; y++, idx++) {
+                if (a == 0 && (x > 5 || (x == 5 && y != 2)))
+                    continue; /* beyond f16 */
+                snprintf(spec, sizeof spec, "a=%s,w=e%dm%d,ws=%s,g=%d", acts[a], x, y, scale_any[idx % 6],
+                         groups[idx % 5]);
+                if (!quick || idx % 2 == 0)
+                    rc = plan_add(p, spec, 7, 256, 512, 1);
+            }
+    }
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0] && !rc; i++)
+        rc = plan_add(p, presets[i], 100, 256, 1024, 1);
+    /* large shapes for the formats the issue names */
+    static const char *const big[] = {"a=f16,w=int2,g=128", "gptq-int3", "a=f16,w=int8,g=128", "mxfp4",
+                                      "nvfp4-a16", "a=f16,w=e4m3,ws=f32,g=0", "a=bf16,w=int4,ws=f32,g=128,gn=128"};
+    static const int64_t ms[] = {1, 16, 256, 4096};
+    static const int64_t nk[2][2] = {{4096, 4096}, {8192, 8192}};
+    for (size_t i = 0; i < sizeof big / sizeof big[0] && !rc; i++)
+        for (int j = 0; j < 2 && !rc; j++)
+            for (int m = 0; m < 4 && !rc; m++)
+                if (!quick || (j == 0 && m == (int)i % 4))
+                    rc = plan_add(p, big[i], ms[m], nk[j][0], nk[j][1], 0);
+    return rc;
+}
+
 static int plan_big(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=0"};
@@ -387,7 +437,7 @@ int cmd_selftest(int argc, char **argv)
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
     int quick = cli_has(&a, O_QUICK);
-    if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)))
+    if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)))
         goto done;
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)

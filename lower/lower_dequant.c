@@ -1,0 +1,164 @@
+/* wb_lower_dequant: packed codes of one warp's k64 slice -> 16-bit MMA A fragments, scaled.
+ *
+ * Three rules, chosen by the element type alone (annotated in the PTX):
+ *  - integer codes: the planes of each register pair are gathered with lop3 straight into the
+ *    mantissa of a magic number (1024 in f16, 128 in bf16); one fma subtracts magic + zero, exactly.
+ *    bf16 has only 7 mantissa bits, so 8-bit codes are gathered as two nibbles and joined by an fma.
+ *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
+ *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
+ *    included).
+ *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale).
+ * Every step is exact except the final scaling, which rounds once to the compute type. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower/codes.h"
+#include "lower/lower.h"
+
+typedef struct dq {
+    wb_func *f;
+    const wb_format *fmt;
+    const char *ty; /* f16x2 or bf16x2 */
+    int bf;
+    uint32_t magic;
+    int nconst;          /* packed f16x2/bf16x2 operands must be registers: one mov per constant */
+    uint32_t const_bits[8];
+    wb_reg const_reg[8];
+} dq;
+
+static wb_opnd konst(dq *d, uint32_t bits)
+{
+    for (int i = 0; i < d->nconst; i++)
+        if (d->const_bits[i] == bits)
+            return wb_r(d->const_reg[i]);
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_MOV, "b32", 2, wb_r(r), wb_hex(bits));
+    if (d->nconst < 8) {
+        d->const_bits[d->nconst] = bits;
+        d->const_reg[d->nconst++] = r;
+    }
+    return wb_r(r);
+}
+
+static wb_reg emit3(dq *d, wb_op op, const char *ty, wb_opnd a, wb_opnd b)
+{
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, op, ty, 3, wb_r(r), a, b);
+    return r;
+}
+
+static wb_reg lop3(dq *d, wb_opnd a, wb_opnd b, wb_opnd c, int lut)
+{
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_LOP3, NULL, 5, wb_r(r), a, b, c, wb_imm(lut));
+    return r;
+}
+
+static wb_reg fma2(dq *d, wb_reg a, wb_opnd b, wb_opnd c)
+{
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_FMA_X2, d->ty, 4, wb_r(r), wb_r(a), b, c);
+    return r;
+}
+
+static uint32_t pair(uint32_t h) { return h << 16 | h; }
+
+/* The field of plane p for (step, reg), moved so the code's bits [off, off+width) sit at `at` in
+ * both halves (other bits unspecified: the caller masks). */
+static wb_reg field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
+{
+    int word, bit;
+    wb_plane_field(p, step, reg, &word, &bit);
+    int shift = bit - at;
+    if (!shift)
+        return words[word];
+    return shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
+                     : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
+}
+
+static uint32_t mask_at(int width, int at) { return pair(((1u << width) - 1) << at); }
+
+/* OR the planes [first, last) of a code into `acc` (a register or the magic constant), each at its
+ * bit offset minus `base`. */
+static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, int last, int base, int step,
+                     int reg, wb_opnd acc)
+{
+    for (int p = first; p < last; p++) {
+        const wb_plane *pl = &cs->plane[p];
+        int at = pl->offset - base;
+        wb_reg x = field(d, words, pl, step, reg, at);
+        acc = wb_r(lop3(d, wb_r(x), wb_hex(mask_at(pl->width, at)), acc, 0xEA)); /* (a & b) | c */
+    }
+    return (wb_reg){(int)acc.v};
+}
+
+/* Integer codes -> (u - zero) in T, exactly. */
+static wb_reg int_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg, wb_reg nz)
+{
+    wb_opnd magic = wb_hex(pair(d->magic));
+    if (!(d->bf && cs->bits == 8))
+        return fma2(d, gather(d, words, cs, 0, cs->nplanes, 0, step, reg, magic), konst(d, pair(d->bf ? 0x3F80 : 0x3C00)),
+                    wb_r(nz));
+    /* bf16, 8 bits (7 mantissa bits): lo = 128 + low nibble, hi = 128 + high nibble,
+     * u = (hi - 128) * 16 + (lo - 128), then u - zero; nz is -zero here. Every step is exact. */
+    wb_reg lo = gather(d, words, cs, 0, 1, 0, step, reg, magic);
+    wb_reg hi = gather(d, words, cs, 1, 2, 4, step, reg, magic);
+    wb_opnd one = konst(d, pair(0x3F80)), neg_magic = konst(d, pair(0x8000 | d->magic));
+    wb_reg l = fma2(d, lo, one, neg_magic), h = fma2(d, hi, one, neg_magic);
+    wb_reg u = fma2(d, h, konst(d, pair(0x4180 /* 16.0 */)), wb_r(l));
+    return fma2(d, u, one, wb_r(nz));
+}
+
+/* Small float codes -> their value in T, exactly. */
+static wb_reg float_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
+{
+    int X = d->fmt->w.ebits, Y = d->fmt->w.mbits, B = cs->bits;
+    int mant = d->bf ? 7 : 10, bias16 = d->bf ? 127 : 15, bias = (1 << (X - 1)) - 1;
+    wb_reg t = gather(d, words, cs, 0, cs->nplanes, 0, step, reg, wb_hex(0));
+    wb_reg mag = emit3(d, WB_OP_AND, "b32", wb_r(t), wb_hex(pair((1u << (X + Y)) - 1)));
+    wb_reg a = mant - Y ? emit3(d, WB_OP_SHL, "b32", wb_r(mag), wb_imm(mant - Y)) : mag;
+    wb_reg s = 16 - B ? emit3(d, WB_OP_SHL, "b32", wb_r(t), wb_imm(16 - B)) : t;
+    wb_reg x = lop3(d, wb_r(a), wb_r(s), wb_hex(0x80008000u), 0xD8); /* sign from s, the rest from a */
+    /* 2^(bias16 - bias), as T bits */
+    uint32_t e = (uint32_t)(bias16 + bias16 - bias);
+    uint32_t factor = d->bf ? e << 7 : e << 10;
+    return fma2(d, x, konst(d, pair(factor)), konst(d, 0x80008000u));
+}
+
+void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, const wb_reg *words,
+                      const wb_reg *scales, wb_reg out[16])
+{
+    dq d = {.f = f, .fmt = fmt, .ty = fmt->a.kind == WB_KIND_BF16 ? "bf16x2" : "f16x2",
+            .bf = fmt->a.kind == WB_KIND_BF16};
+    d.magic = d.bf ? 0x4300 : 0x6400;
+    wb_codes cs;
+    wb_codes_get(fmt->w.bits, &cs);
+    int is_float = fmt->w.kind == WB_KIND_FLOAT;
+    char note[200];
+    if (is_float)
+        snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (shl, lop3 select), "
+                 "one fma by 2^(bias difference), one fma by the group scale", fmt->w.ebits, fmt->w.mbits,
+                 d.bf ? "bf16" : "f16");
+    else
+        snprintf(note, sizeof note, "dequant rule: %d-bit integer codes in %d plane(s) gathered by lop3 into %s "
+                 "magic 0x%04X, fma subtracts magic+zero, fma by the group scale", cs.bits, cs.nplanes,
+                 d.bf ? "bf16" : "f16", d.magic);
+    wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
+    int zconst = fmt->w.kind == WB_KIND_INT ? 1 << (fmt->w.bits - 1) : 0;
+    /* -(magic + bias of signed codes); with zp=int the record holds -(magic + zero) instead */
+    uint32_t negz = 0x8000 | (d.magic + (fmt->zp != WB_ZP_INT ? (uint32_t)zconst : 0));
+    if (d.bf && cs.bits == 8) /* the split path subtracts the magic itself: only -(bias of signed codes) */
+        negz = zconst ? 0xC300 /* -128 */ : 0x8000;
+    wb_reg nzc = {(int)konst(&d, pair(negz)).v};
+    for (int step = 0; step < 4; step++) {
+        int gi = groups_per_chunk > 1 ? step * 16 / fmt->g : 0;
+        for (int reg = 0; reg < 4; reg++) {
+            int row = reg & 1; /* registers 0 and 2: channel gid; 1 and 3: gid + 8 */
+            const wb_reg *rec = &scales[gi * 4];
+            wb_reg v = is_float ? float_value(&d, words, &cs, step, reg)
+                                : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
+            wb_opnd add = fmt->zp == WB_ZP_FP ? wb_r(rec[2 + row]) : konst(&d, 0x80008000u);
+            out[step * 4 + reg] = fma2(&d, v, wb_r(rec[row]), add);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+/* The dequant rules, checked exactly on the CPU: the instruction IR that wb_lower_dequant emits is
+ * run by a small interpreter on packed codes and scale records from wb_pack_weights, for every lane
+ * of a 16 x 64 tile, and each result must equal the 16-bit rounding of (val_w - zero) * scale. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower/layout.h"
+#include "lower/lower.h"
+#include "testutil.h"
+
+static double half_to_double(int bf, uint32_t h) { return bf ? wb_bf16_to_double((uint16_t)h) : wb_f16_to_double((uint16_t)h); }
+static uint32_t double_to_half(int bf, double v) { return bf ? wb_bf16_from_double(v) : wb_f16_from_double(v); }
+
+static uint32_t opnd(const uint32_t *regs, wb_opnd o)
+{
+    return o.kind == WB_O_REG ? regs[o.v] : (uint32_t)o.v;
+}
+
+/* fma on both 16-bit halves, exact in double, rounded once */
+static uint32_t fma_x2(int bf, uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t r = 0;
+    for (int h = 0; h < 2; h++) {
+        int s = 16 * h;
+        double v = half_to_double(bf, a >> s & 0xFFFF) * half_to_double(bf, b >> s & 0xFFFF) +
+                   half_to_double(bf, c >> s & 0xFFFF);
+        r |= double_to_half(bf, v) << s;
+    }
+    return r;
+}
+
+static void run(const wb_func *f, uint32_t *regs)
+{
+    for (int i = 0; i < f->ninsns; i++) {
+        const wb_insn *in = &f->insns[i];
+        uint32_t *d = in->nopnds ? &regs[in->o[0].v] : NULL;
+        switch (in->op) {
+        case WB_OP_COMMENT: break;
+        case WB_OP_MOV: *d = opnd(regs, in->o[1]); break;
+        case WB_OP_SHR: *d = opnd(regs, in->o[1]) >> opnd(regs, in->o[2]); break;
+        case WB_OP_SHL: *d = opnd(regs, in->o[1]) << opnd(regs, in->o[2]); break;
+        case WB_OP_AND: *d = opnd(regs, in->o[1]) & opnd(regs, in->o[2]); break;
+        case WB_OP_LOP3: {
+            uint32_t a = opnd(regs, in->o[1]), b = opnd(regs, in->o[2]), c = opnd(regs, in->o[3]), r = 0;
+            int lut = (int)in->o[4].v;
+            for (int bit = 0; bit < 32; bit++) {
+                int idx = (int)((a >> bit & 1) << 2 | (b >> bit & 1) << 1 | (c >> bit & 1));
+                r |= (uint32_t)(lut >> idx & 1) << bit;
+            }
+            *d = r;
+            break;
+        }
+        case WB_OP_FMA_X2:
+            *d = fma_x2(!strcmp(in->type, "bf16x2"), opnd(regs, in->o[1]), opnd(regs, in->o[2]), opnd(regs, in->o[3]));
+            break;
+        default: ck_abort_msg("the dequant emitted an op the test does not model: %d", in->op);
+        }
+    }
+}
+
+static void check_format(const char *spec, uint64_t *st)
+{
+    wb_format f;
+    ck_assert_msg(wb_format_parse(spec, &f) == WB_OK, "%s: %s", spec, wb_last_error());
+    int bf = f.a.kind == WB_KIND_BF16, bits = f.w.bits;
+    const int n = 16, k = 64;
+    int g = f.g ? f.g : k, groups = k / g;
+    uint8_t codes[16 * 64], zero[16 * 4];
+    unsigned char scale[16 * 4 * 4], zf[16 * 4 * 4];
+    int sb = wb_type_file_bytes(f.ws);
+    for (int i = 0; i < n * k; i++)
+        do
+            codes[i] = (uint8_t)(wbt_next(st) & ((1u << bits) - 1));
+        while (f.w.kind == WB_KIND_FLOAT && !isfinite(wb_type_decode(f.w, codes[i])));
+    for (int i = 0; i < n * groups; i++) {
+        zero[i] = (uint8_t)(wbt_next(st) & ((1u << bits) - 1));
+        double s = ((double)(wbt_next(st) % 2000) / 1000.0 - 1.0) * 0.05 + 0.001;
+        uint32_t c = wb_type_encode(f.ws, f.ws.kind == WB_KIND_E8M0 ? fabs(s) * 64 : s);
+        memcpy(scale + i * sb, &c, (size_t)sb);
+        uint32_t z = wb_type_encode(f.ws, (double)(wbt_next(st) % 64) / 7.0);
+        memcpy(zf + i * sb, &z, (size_t)sb);
+    }
+    float global = 0.75f;
+    wb_host_weights hw = {.w = codes, .w_scale = scale, .w_global = f.wgs ? &global : NULL,
+                          .w_zero = f.zp == WB_ZP_INT ? (void *)zero : f.zp == WB_ZP_FP ? (void *)zf : NULL};
+    wb_packed p;
+    ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
+
+    wb_arena *arena = wb_arena_create();
+    wb_func fn;
+    wb_func_init(&fn, arena);
+    wb_layout lay;
+    wb_config cfg = {1, 1, 1, 2, WB_LOAD_CP_ASYNC, WB_MMA_SYNC};
+    wb_layout_get(&f, &cfg, &lay);
+    int gpc = lay.groups_per_chunk;
+    wb_reg words[8], recs[16], out[16];
+    for (int i = 0; i < bits; i++)
+        words[i] = wb_new_reg(&fn, WB_RC_B32);
+    for (int i = 0; i < gpc * 4; i++)
+        recs[i] = wb_new_reg(&fn, WB_RC_B32);
+    wb_lower_dequant(&fn, &f, gpc, words, recs, out);
+    ck_assert(!fn.oom);
+    uint32_t *regs = calloc((size_t)fn.nregs, sizeof *regs);
+    const uint32_t *pw = p.w;
+    const uint16_t *ps = p.scale;
+    int rec16 = lay.rec_bytes / 2;
+    for (int lane = 0; lane < 32; lane++) {
+        int gid = lane / 4, tig = lane % 4;
+        for (int i = 0; i < bits; i++)
+            regs[words[i].id] = pw[lane * bits + i];
+        for (int gi = 0; gi < gpc; gi++) {
+            const uint16_t *r = ps + gi * rec16; /* chunk 0: groups 0.. */
+            uint32_t sp = r[2 * gid] | (uint32_t)r[2 * gid + 1] << 16;
+            regs[recs[gi * 4 + 0].id] = (sp & 0xFFFF) * 0x10001u;
+            regs[recs[gi * 4 + 1].id] = (sp >> 16) * 0x10001u;
+            if (rec16 == 32) {
+                uint32_t zpair = r[16 + 2 * gid] | (uint32_t)r[16 + 2 * gid + 1] << 16;
+                regs[recs[gi * 4 + 2].id] = (zpair & 0xFFFF) * 0x10001u;
+                regs[recs[gi * 4 + 3].id] = (zpair >> 16) * 0x10001u;
+            }
+        }
+        run(&fn, regs);
+        for (int step = 0; step < 4; step++)
+            for (int reg = 0; reg < 4; reg++)
+                for (int half = 0; half < 2; half++) {
+                    int row = gid + (reg & 1) * 8, col = step * 16 + (reg >> 1) * 8 + tig * 2 + half;
+                    int q = col / g, idx = row / f.gn * groups + q;
+                    uint32_t sw;
+                    memcpy(&sw, scale + idx * sb, 4);
+                    double s_exact = wb_type_decode(f.ws, sw & ((1ull << (8 * sb)) - 1)) * (f.wgs ? global : 1.0);
+                    double s = half_to_double(bf, double_to_half(bf, s_exact));
+                    double v = wb_type_decode(f.w, codes[row * k + col]), want;
+                    if (f.zp == WB_ZP_INT)
+                        v -= zero[idx];
+                    if (f.zp == WB_ZP_FP) {
+                        uint32_t zc;
+                        memcpy(&zc, zf + idx * sb, 4);
+                        double c = half_to_double(bf, double_to_half(bf, -wb_type_decode(f.ws, zc & ((1ull << (8 * sb)) - 1)) * s_exact));
+                        want = half_to_double(bf, double_to_half(bf, v * s + c));
+                    } else {
+                        want = half_to_double(bf, double_to_half(bf, v * s));
+                    }
+                    double got = half_to_double(bf, regs[out[step * 4 + reg].id] >> (16 * half) & 0xFFFF);
+                    ck_assert_msg(got == want || (got == 0 && want == 0), "%s: lane %d step %d reg %d half %d "
+                                  "(row %d, col %d, code 0x%x): got %.9g, want %.9g", spec, lane, step, reg, half,
+                                  row, col, codes[row * k + col], got, want);
+                }
+    }
+    free(regs);
+    wb_arena_destroy(arena);
+    wb_packed_free(&p);
+}
+
+START_TEST(every_integer_width)
+{
+    uint64_t st = wbt_seed();
+    const char *act[] = {"f16", "bf16"};
+    char spec[128];
+    for (int a = 0; a < 2; a++)
+        for (int b = 1; b <= 8; b++) {
+            snprintf(spec, sizeof spec, "a=%s,w=int%d,g=64", act[a], b);
+            check_format(spec, &st);
+            snprintf(spec, sizeof spec, "a=%s,w=uint%d,g=32", act[a], b);
+            check_format(spec, &st);
+            snprintf(spec, sizeof spec, "a=%s,w=uint%d,zp=int,g=64", act[a], b);
+            check_format(spec, &st);
+            snprintf(spec, sizeof spec, "a=%s,w=int%d,zp=fp,g=16", act[a], b);
+            check_format(spec, &st);
+            snprintf(spec, sizeof spec, "a=%s,w=uint%d,zp=fp,g=0,ws=f32", act[a], b);
+            check_format(spec, &st);
+        }
+}
+END_TEST
+
+START_TEST(every_small_float)
+{
+    uint64_t st = wbt_seed() ^ 0xf10a7;
+    char spec[128];
+    for (int x = 1; x <= 7; x++)
+        for (int y = 0; x + y <= 7; y++) {
+            snprintf(spec, sizeof spec, "a=bf16,w=e%dm%d,g=32,ws=bf16", x, y);
+            check_format(spec, &st);
+            if (x < 5 || (x == 5 && y == 2)) { /* e5mY other than e5m2 has codes beyond f16 */
+                snprintf(spec, sizeof spec, "a=f16,w=e%dm%d,g=0,ws=f16", x, y);
+                check_format(spec, &st);
+            }
+        }
+}
+END_TEST
+
+START_TEST(scale_types_blocks_and_presets)
+{
+    uint64_t st = wbt_seed() ^ 0x5ca1e;
+    const char *specs[] = {"mxfp4", "nvfp4-a16", "mxint4", "a=f16,w=e2m1,ws=e8m0,g=32", "a=f16,w=uint4,ws=f32,g=32,gn=4",
+                           "a=f16,w=uint4,ws=f32,g=16,gn=16,wgs=1", "a=f16,w=e4m3,ws=e5m2,g=64",
+                           "a=bf16,w=int8,ws=e4m3,g=0", "w4a16,g=64", "w4a16-zp,g=32", "gptq-int3,g=64", "w8a16"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        check_format(specs[i], &st);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dequant");
+    TCase *t = tcase_create("dequant");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, every_integer_width);
+    tcase_add_test(t, every_small_float);
+    tcase_add_test(t, scale_types_blocks_and_presets);
+    suite_add_tcase(s, t);
+    return wbt_run(s);
+}
