@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # One complete GPU session (the device machine keeps nothing): build, validate, measure; logs to $OUT.
-#   scripts/h200.sh quick   selftest --quick, compute-sanitizer on a small run, a short benchmark
-#   scripts/h200.sh full    full selftest (writes the ledger), compute-sanitizer, the benchmark suite
-#   scripts/h200.sh bench   benchmarks only
+#   scripts/h200.sh validate [--quick]  selftest (writes tests/gpu/ledger.tsv), the examples,
+#                                       compute-sanitizer on a small run, `warble run` against numpy
+#   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
 set -uo pipefail
-mode=${1:-quick}
+mode=${1:-validate}
+quick=${2:-}
 OUT=${OUT:-/tmp/warble-out}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-if [ "$mode" != bench ]; then
-  sel=$([ "$mode" = full ] && echo "" || echo "--quick")
-  build/warble selftest $sel --ledger tests/gpu/ledger.tsv 2>&1 | tee "$OUT/selftest.log" | tail -5
+if [ "$mode" = validate ]; then
+  { time build/warble selftest $quick --ledger tests/gpu/ledger.tsv; } >"$OUT/selftest.log" 2>&1
+  grep -E "^FAIL" "$OUT/selftest.log" | head -20
+  tail -6 "$OUT/selftest.log"
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { build/examples/embed_gemm 7 256 512; build/examples/embed_gemm 1 4096 4096; build/examples/new_format; } 2>&1 |
+    tee "$OUT/examples.log" | grep -v "^sm_90a PTX"
   if command -v compute-sanitizer >/dev/null; then
     compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $? ($(tail -1 "$OUT/sanitizer.log"))"
   fi
-  python3 tests/gpu/run_contract.py --warble build/warble 2>&1 | tee "$OUT/run_contract.log" | tail -3
+  python3 tests/gpu/run_contract.py --warble build/warble >"$OUT/run_contract.log" 2>&1
+  tail -1 "$OUT/run_contract.log"
+  exit 0
 fi
-ms=$([ "$mode" = quick ] && echo "1,16,256,4096" || echo "1,16,64,256,1024,4096,16384")
-shapes=$([ "$mode" = quick ] && echo "8192x8192" || echo "8192x8192,28672x4096,4096x14336,6144x4096")
-PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --copy-ceiling --shapes "$shapes" --m "$ms" \
-  --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 || tail -20 "$OUT/bench.log"
+# bench: the suite of BENCH.md for W4A16 beside torch f16, then every weight type at decode sizes
+PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
+  --m 1,16,64,256,1024,4096,16384 --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 || tail -20 "$OUT/bench.log"
+formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
+formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
+PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
+  --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
 python3 bench/report.py "$OUT/bench.jsonl" | tee "$OUT/bench.md"
+python3 bench/report.py "$OUT/formats.jsonl" | tee "$OUT/formats.md"
