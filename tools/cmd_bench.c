@@ -1,7 +1,8 @@
 /* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
- * --sweep also times every legal config and reports the best. */
+ * --sweep also times every legal config and reports the best; choices given on the command line
+ * (--m-tiles, --warps-n, --warps-k, --stages, --load) stay fixed. */
 #include "tools/cli.h"
 
 #include <stdlib.h>
@@ -119,16 +120,23 @@ static int config_legal(bench *b, wb_config *cfg)
 
 static int sweep(bench *b, const wb_config *best_default, double default_us)
 {
-    static const int mts[] = {1, 2, 4, 8}, wns[] = {1, 2, 4, 8}, wks[] = {1, 2, 4};
+    static const int mts[] = {1, 2, 4, 8}, wns[] = {1, 2, 4, 8}, wks[] = {1, 2, 4, 8};
+    const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     wb_config best = *best_default;
     double best_us = default_us;
     int tried = 0;
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
-            for (int q = 0; q < 3; q++)
-                for (int st = 1; st <= 4; st++) {
-                    wb_config cfg = b->args->cfg;
-                    cfg.m_tiles = mts[i], cfg.warps_n = wns[j], cfg.warps_k = wks[q], cfg.stages = st;
+            for (int q = 0; q < 4; q++)
+                for (int st = 1; st <= 8; st++) {
+                    wb_config cfg = *forced;
+                    if ((forced->m_tiles && i) || (forced->warps_n && j) || (forced->warps_k && q) ||
+                        (forced->stages && st > 1))
+                        continue;
+                    cfg.m_tiles = forced->m_tiles ? forced->m_tiles : mts[i];
+                    cfg.warps_n = forced->warps_n ? forced->warps_n : wns[j];
+                    cfg.warps_k = forced->warps_k ? forced->warps_k : wks[q];
+                    cfg.stages = forced->stages ? forced->stages : st;
                     double us;
                     if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || time_one(b, &us) != 0)
                         continue;
