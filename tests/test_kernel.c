@@ -95,8 +95,10 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.load = WB_LOAD_CP_ASYNC, .stages = 1}, &ptx),
                      WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "2..8 stages"));
-    ck_assert_int_eq(ptx_for("w8a16", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "int4 and uint4 only"));
+    ck_assert_int_eq(ptx_for("w=nf4,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "w=nf4 is not supported by this build yet"));
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations only"));
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "m_tiles must be 1, 2, 4 or 8"));
     ck_assert_ptr_null(ptx);
@@ -138,7 +140,7 @@ START_TEST(annotated_ptx_names_ops_and_rules)
     char *ptx = NULL;
     ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
     ck_assert_ptr_nonnull(strstr(ptx, "// ir: %7 = dequant %4 %5"));
-    ck_assert_ptr_nonnull(strstr(ptx, "dequant rule: integer magic number (lop3 into bf16 0x4300"));
+    ck_assert_ptr_nonnull(strstr(ptx, "dequant rule: 4-bit integer codes in 1 plane(s) gathered by lop3 into bf16 magic 0x4300"));
     ck_assert_ptr_nonnull(strstr(ptx, "fma.rn.bf16x2"));
     free(ptx);
 }
