@@ -18,7 +18,7 @@ SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 LIB_SRC  := $(sort $(wildcard dsl/*.c lower/*.c emit/*.c runtime/*.c))
-LIB_HDR  := $(wildcard include/*.h include/warble/*.h dsl/*.h lower/*.h emit/*.h runtime/*.h dsl/*.def)
+LIB_HDR  := $(wildcard include/*.h include/warble/*.h dsl/*.h lower/*.h emit/*.h runtime/*.h tools/*.h dsl/*.def lower/*.def)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 EX_SRC   := $(sort $(wildcard examples/*.c))

@@ -44,10 +44,14 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (!c->stages)
         c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
     if (!c->warps_n) {
+        /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM; above that,
+         * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
+         * docs/perf.md) */
+        int decode = m <= 16;
         int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
-        c->warps_n = small ? 2 : 4;
+        c->warps_n = decode ? 2 : 4;
         while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
-                                  (small && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
+                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
             c->warps_n /= 2;
     }
     /* fit at least two blocks per SM: fewer stages first, then less split K */

@@ -19,6 +19,7 @@ static const struct {
     [O_WARPSN] = {"warps-n", 0},  [O_WARPSK] = {"warps-k", 0},
     [O_ANNOTATE] = {"annotate", 1}, [O_HASH] = {"hash", 1},
     [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1},
+    [O_COMPILE] = {"compile", 1},
     [O_QUICK] = {"quick", 1},     [O_LIST] = {"list", 1},
     [O_LEDGER] = {"ledger", 0},   [O_SEED] = {"seed", 0},
     [O_DEVICE] = {"device", 0},

@@ -6,6 +6,7 @@
 #include "tools/cli.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #define MAX_LAYERS 64
@@ -205,17 +206,76 @@ static int bench_all(bench *b)
     return rc;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* --compile: the time from a spec to a loaded CUfunction, per distinct kernel of the M list and for
+ * all of them (the kernels of one layer shape). Cold means the driver's JIT cache is off
+ * (CUDA_CACHE_DISABLE=1 in the environment) and warble's module cache is empty (a fresh process). */
+static int bench_compile(const cli_args *a, const wb_format *f)
+{
+    wb_gpu *gpu = NULL;
+    int device, rc = cli_device(a, &device);
+    if (rc || (rc = cli_lib_fail_if(wb_gpu_create(device, &gpu), "wb_gpu_create")))
+        return rc;
+    const char *cache = getenv("CUDA_CACHE_DISABLE");
+    printf("compile: driver JIT cache %s (CUDA_CACHE_DISABLE=%s)\n", cache && !strcmp(cache, "1") ? "off" : "on",
+           cache ? cache : "unset");
+    wb_config seen[CLI_MAX_M];
+    int nseen = 0;
+    double total = 0, t_start = now_ms();
+    for (int i = 0; i < a->nm && !rc; i++) {
+        wb_config c = a->cfg;
+        char *ptx = NULL, conf[128];
+        void *fn = NULL;
+        double t0 = now_ms();
+        wb_status s = wb_config_choose(f, wb_gpu_arch(gpu), a->m[i], a->n, a->k, &c);
+        int dup = 0;
+        for (int j = 0; j < nseen; j++)
+            dup |= !memcmp(&seen[j], &c, sizeof c);
+        if (s == WB_OK && dup)
+            continue;
+        if (s == WB_OK)
+            s = wb_kernel_ptx(f, wb_gpu_arch(gpu), &c, 0, &ptx);
+        double t1 = now_ms();
+        if (s == WB_OK)
+            s = wb_gpu_load(gpu, ptx, wb_kernel_entry(), &fn);
+        double t2 = now_ms();
+        free(ptx);
+        if (s != WB_OK) {
+            rc = cli_lib_fail(s, "compile");
+            break;
+        }
+        seen[nseen++] = c;
+        wb_config_print(&c, conf, sizeof conf);
+        total += t2 - t0;
+        printf("compile m=%-6lld %s: emit %.2f ms, JIT %.1f ms, spec to CUfunction %.1f ms\n", (long long)a->m[i],
+               conf, t1 - t0, t2 - t1, t2 - t0);
+    }
+    if (!rc)
+        printf("compile: %d kernel(s) of %s, %lld x %lld: %.1f ms in all (wall %.1f ms)\n", nseen,
+               wb_arch_name(wb_gpu_arch(gpu)), (long long)a->n, (long long)a->k, total, now_ms() - t_start);
+    wb_gpu_destroy(gpu);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     cli_args a;
     bench b;
     memset(&b, 0, sizeof b);
-    uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE);
+    uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE) | OPT(O_COMPILE);
     int rc = cli_parse(argc, argv, allowed, 1, &a);
     if (rc || (rc = cli_parse_spec(a.spec, &b.f)))
         return rc;
     if (!a.nm || !a.n || !a.k)
         return cli_fail(CLI_USAGE, "bench: --m, --n and --k are required");
+    if (cli_has(&a, O_COMPILE))
+        return bench_compile(&a, &b.f);
     if (cli_acts_quantized(&b.f)) {
         char tn[8];
         return cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm) takes no activation scales "

@@ -432,13 +432,23 @@ int cmd_selftest(int argc, char **argv)
     cli_args a;
     plan p = {0};
     selftest t = {0};
-    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE);
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M);
     int device, rc = cli_parse(argc, argv, allowed, 0, &a);
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
     int quick = cli_has(&a, O_QUICK);
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)))
         goto done;
+    if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
+        int kept = 0;
+        for (int i = 0; i < p.count; i++)
+            for (int j = 0; j < a.nm; j++)
+                if (p.c[i].m == a.m[j]) {
+                    p.c[kept++] = p.c[i];
+                    break;
+                }
+        p.count = kept;
+    }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)
             printf("%s\t%lld\t%lld\t%lld\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
