@@ -8,6 +8,7 @@
  */
 #include "dsl/common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ static const struct { const char *name, *allowed; } keys[K_COUNT] = {
     {"ag", "0 = per token, or a group size N >= 1"},
     {"as", "f32, e4m3, e8m0"},
     {"ags", "0, 1"},
-    {"w", "int1..int8, uint1..uint8, eXmY, nf4"},
+    {"w", "int1..int8, uint1..uint8, eXmY, nf4, lut4:v0:...:v15"},
     {"ws", "f16, bf16, f32, e8m0, e4m3, e5m2"},
     {"g", "0 = per output channel, or a group size N >= 1"},
     {"gn", "1, or a block size N >= 1 with g > 0"},
@@ -72,14 +73,66 @@ static const char *act_name(wb_type t, char buf[8])
 
 static const char *zp_name(wb_zp z) { return z == WB_ZP_INT ? "int" : z == WB_ZP_FP ? "fp" : "none"; }
 
+static int is_lut(wb_type t) { return t.kind == WB_KIND_TABLE && t.ebits == 1; }
+
+/* w's spelling: a type name, or lut4 with its 16 values (%.9g round-trips a float exactly). */
+static const char *weight_name(const wb_format *f, char *buf, size_t size)
+{
+    if (!is_lut(f->w))
+        return size >= 8 ? wb_type_name(f->w, buf) : "";
+    int n = snprintf(buf, size, "lut4");
+    for (int i = 0; i < 16 && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, ":%.9g", f->table[i]);
+    return buf;
+}
+
 int wb_format_print(const wb_format *f, char *buf, size_t size)
 {
-    char b[6][8];
+    char b[6][8], w[320];
     return snprintf(buf, size,
                     "a=%s,ag=%d,as=%s,ags=%d,w=%s,ws=%s,g=%d,gn=%d,wgs=%d,zp=%s,out=%s,bias=%d,acc=%s",
                     act_name(f->a, b[0]), f->ag, wb_type_name(f->as, b[1]), f->ags,
-                    wb_type_name(f->w, b[2]), wb_type_name(f->ws, b[3]), f->g, f->gn, f->wgs,
+                    weight_name(f, w, sizeof w), wb_type_name(f->ws, b[3]), f->g, f->gn, f->wgs,
                     zp_name(f->zp), wb_type_name(f->out, b[4]), f->bias, wb_type_name(f->acc, b[5]));
+}
+
+wb_status wb_format_set_table(wb_format *f, const float values[16])
+{
+    if (!f || !values)
+        return wb_fail(WB_ERR_INVALID, "wb_format_set_table: NULL argument");
+    for (int i = 0; i < 16; i++)
+        if (!isfinite(values[i]))
+            return wb_fail(WB_ERR_INVALID, "wb_format_set_table: value %d is not finite", i);
+    f->w = (wb_type){WB_KIND_TABLE, 4, 1, 0};
+    memcpy(f->table, values, sizeof f->table);
+    return WB_OK;
+}
+
+double wb_format_weight_value(const wb_format *f, uint32_t code)
+{
+    if (is_lut(f->w))
+        return code < 16 ? f->table[code] : NAN;
+    return wb_type_decode(f->w, code);
+}
+
+/* "lut4:v0:...:v15" -> a user table; WB_OK, or an error naming the problem. */
+static wb_status parse_lut(wb_format *f, const char *v)
+{
+    float t[16];
+    const char *p = v + 4;
+    for (int i = 0; i < 16; i++) {
+        char *end;
+        if (*p != ':')
+            return wb_fail(WB_ERR_INVALID, "bad value '%.40s...' for w: lut4 needs 16 values, lut4:v0:v1:...:v15", v);
+        double d = strtod(p + 1, &end);
+        if (end == p + 1 || !isfinite(d) || !isfinite((float)d))
+            return wb_fail(WB_ERR_INVALID, "bad value for w: lut4 value %d is not a finite number", i);
+        t[i] = (float)d;
+        p = end;
+    }
+    if (*p)
+        return wb_fail(WB_ERR_INVALID, "bad value for w: lut4 takes exactly 16 values");
+    return wb_format_set_table(f, t);
 }
 
 /* ---- validation */
@@ -109,7 +162,7 @@ static int weight_ok(wb_type t)
         return t.bits >= 1 && t.bits <= 8;
     if (t.kind == WB_KIND_FLOAT)
         return t.ebits >= 1 && t.mbits >= 0 && t.ebits + t.mbits <= 7 && t.bits == 1 + t.ebits + t.mbits;
-    return is_kind(t, WB_KIND_TABLE, 4);
+    return is_kind(t, WB_KIND_TABLE, 4) && (t.ebits == 0 || t.ebits == 1);
 }
 
 static int wscale_ok(wb_type t)
@@ -259,6 +312,8 @@ static wb_status set_value(wb_format *f, int key, const char *v)
     int n = parse_count(v);
     switch (key) {
     case K_A: case K_AS: case K_W: case K_WS: case K_OUT: case K_ACC: {
+        if (key == K_W && !strncmp(v, "lut4", 4))
+            return parse_lut(f, v);
         if (wb_type_parse(v, &t))
             return bad(key, v);
         wb_type *dst[K_COUNT] = {[K_A] = &f->a, [K_AS] = &f->as, [K_W] = &f->w,

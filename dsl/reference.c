@@ -42,7 +42,7 @@ static double act_value(const wb_format *f, const wb_host_acts *x, int64_t m, in
 /* W(n,k) = (val_w - zero) * wscale * wglobal. */
 static double weight_value(const wb_format *f, const wb_host_weights *w, int64_t n, int64_t k, int64_t kt)
 {
-    double v = wb_type_decode(f->w, w->w[n * kt + k]);
+    double v = wb_format_weight_value(f, w->w[n * kt + k]);
     int64_t gi = f->g ? (n / f->gn) * (kt / f->g) + k / f->g : n;
     if (f->zp == WB_ZP_INT)
         v -= (double)(((const uint8_t *)w->w_zero)[gi] & ((1u << f->w.bits) - 1));

@@ -34,7 +34,7 @@ const char *wb_type_name(wb_type t, char buf[8])
     case WB_KIND_BF16: return "bf16";
     case WB_KIND_F32: return "f32";
     case WB_KIND_E8M0: return "e8m0";
-    case WB_KIND_TABLE: return "nf4";
+    case WB_KIND_TABLE: return t.ebits ? "lut4" : "nf4";
     case WB_KIND_NONE: break;
     }
     return "none";
@@ -269,7 +269,7 @@ double wb_type_decode(wb_type t, uint32_t code)
         return f;
     }
     case WB_KIND_E8M0: return code == 255 ? NAN : ldexp(1, (int)code - 127);
-    case WB_KIND_TABLE: return nf4_table[code & 15];
+    case WB_KIND_TABLE: return t.ebits ? NAN : nf4_table[code & 15]; /* lut4: wb_format_weight_value */
     case WB_KIND_NONE: break;
     }
     return NAN;

@@ -59,7 +59,7 @@ typedef enum wb_kind {
     WB_KIND_BF16,
     WB_KIND_F32,
     WB_KIND_E8M0,  /* 2^(code-127), code 255 is NaN */
-    WB_KIND_TABLE, /* a 16-entry lookup table (nf4) */
+    WB_KIND_TABLE, /* a 16-entry lookup table: nf4 (ebits = 0), or lut4 (ebits = 1: wb_format.table) */
 } wb_kind;
 
 typedef struct wb_type {
@@ -105,15 +105,21 @@ typedef struct wb_format {
     wb_type out; /* output type */
     int bias;    /* a bias vector of the out type */
     wb_type acc; /* accumulator: f32 or f16 */
+    float table[16]; /* w=lut4: the value of each 4-bit code (spec: w=lut4:v0:v1:...:v15) */
 } wb_format;
 
 /* Parse a spec ("w4a16,g=64" or "a=f16,w=int4,..."). On failure returns WB_ERR_INVALID and
  * wb_last_error() says which key and what is allowed. */
 WB_API wb_status wb_format_parse(const char *spec, wb_format *out);
-/* The canonical spec (every key, fixed order). Returns the length it needs (like snprintf). */
+/* The canonical spec (every key, fixed order). Returns the length it needs (like snprintf); a lut4
+ * spec needs up to about 300 bytes, any other under 128. */
 WB_API int wb_format_print(const wb_format *f, char *buf, size_t size);
 /* Check the contract rules of a filled-in format (what wb_format_parse checks after parsing). */
 WB_API wb_status wb_format_validate(const wb_format *f);
+/* Make the weights a user table: 4-bit codes, code i meaning values[i] (finite). */
+WB_API wb_status wb_format_set_table(wb_format *f, const float values[16]);
+/* The real value of weight code `code` in this format (also for lut4, whose table lives in f). */
+WB_API double wb_format_weight_value(const wb_format *f, uint32_t code);
 /* Presets: name and spec of preset i, for i in [0, wb_preset_count()). */
 WB_API int wb_preset_count(void);
 WB_API const char *wb_preset_name(int i);

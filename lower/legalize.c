@@ -13,9 +13,10 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
     if (!is16(f->a))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build (f16 and bf16 activations only)",
                        wb_type_name(f->a, tn));
-    if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT)
-        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build yet (intB, uintB and eXmY are)",
-                       wb_type_name(f->w, tn));
+    if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT &&
+        f->w.kind != WB_KIND_TABLE)
+        return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build yet (intB, uintB, eXmY, nf4 and "
+                                           "lut4 are)", wb_type_name(f->w, tn));
     if (f->w.kind == WB_KIND_FLOAT && f->a.kind == WB_KIND_F16 && f->w.ebits == 5 && f->w.mbits != 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "w=%s with a=f16 is not supported: its codes with exponent 31 exceed the "
                                            "f16 range (use a=bf16)", wb_type_name(f->w, tn));

@@ -7,8 +7,12 @@
  *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
  *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
  *    included).
+ *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
+ *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
+ *    entries, then bit 2, then bit 3).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale).
- * Every step is exact except the final scaling, which rounds once to the compute type. */
+ * Every step is exact except the final scaling, which rounds once to the compute type (and a table
+ * value, rounded once to it). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,8 +26,8 @@ typedef struct dq {
     int bf;
     uint32_t magic;
     int nconst;          /* packed f16x2/bf16x2 operands must be registers: one mov per constant */
-    uint32_t const_bits[8];
-    wb_reg const_reg[8];
+    uint32_t const_bits[16];
+    wb_reg const_reg[16];
 } dq;
 
 static wb_opnd konst(dq *d, uint32_t bits)
@@ -33,7 +37,7 @@ static wb_opnd konst(dq *d, uint32_t bits)
             return wb_r(d->const_reg[i]);
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
     wb_emit(d->f, WB_OP_MOV, "b32", 2, wb_r(r), wb_hex(bits));
-    if (d->nconst < 8) {
+    if (d->nconst < 16) {
         d->const_bits[d->nconst] = bits;
         d->const_reg[d->nconst++] = r;
     }
@@ -125,6 +129,50 @@ static wb_reg float_value(dq *d, const wb_reg *words, const wb_codes *cs, int st
     return fma2(d, x, konst(d, pair(factor)), konst(d, 0x80008000u));
 }
 
+static wb_reg prmt3(dq *d, wb_opnd a, wb_opnd b, wb_reg sel)
+{
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_PRMT, NULL, 4, wb_r(r), a, b, wb_r(sel));
+    return r;
+}
+
+/* prmt selector from one bit (or two) of both codes: code bits [bit, bit+width) of the low half
+ * and of the high half land at bits 0 and 8, then sel = that * mul + add. */
+static wb_reg selector(dq *d, wb_reg t, int bit, int width, uint32_t mul, uint32_t add)
+{
+    wb_reg lo = bit ? emit3(d, WB_OP_SHR, "u32", wb_r(t), wb_imm(bit)) : t;
+    wb_reg hi = emit3(d, WB_OP_SHR, "u32", wb_r(t), wb_imm(bit + 8));
+    uint32_t m = (1u << width) - 1;
+    wb_reg u = lop3(d, wb_r(lo), wb_r(hi), wb_hex(m | m << 8), 0xA8); /* (a | b) & c */
+    wb_reg sel = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_MAD_LO, "u32", 4, wb_r(sel), wb_r(u), wb_hex(mul), wb_hex(add));
+    return sel;
+}
+
+/* Table codes -> their table value in T (the value rounded once to T). */
+static wb_reg table_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
+{
+    /* entries 2j and 2j+1 in register j: entry e is bytes 2(e%4), 2(e%4)+1 of the pair {2g+1 : 2g} */
+    wb_opnd pairs[8];
+    for (int j = 0; j < 8; j++) {
+        uint32_t lo, hi;
+        lo = d->bf ? wb_bf16_from_double(wb_format_weight_value(d->fmt, 2 * j))
+                   : wb_f16_from_double(wb_format_weight_value(d->fmt, 2 * j));
+        hi = d->bf ? wb_bf16_from_double(wb_format_weight_value(d->fmt, 2 * j + 1))
+                   : wb_f16_from_double(wb_format_weight_value(d->fmt, 2 * j + 1));
+        pairs[j] = konst(d, lo | hi << 16);
+    }
+    wb_reg t = gather(d, words, cs, 0, cs->nplanes, 0, step, reg, wb_hex(0));
+    wb_reg s1 = selector(d, t, 0, 2, 0x22, 0x1010); /* bytes 2c, 2c+1 for c = code & 3 */
+    wb_reg r[4];
+    for (int g = 0; g < 4; g++)
+        r[g] = prmt3(d, pairs[2 * g], pairs[2 * g + 1], s1);
+    wb_reg s2 = selector(d, t, 2, 1, 0x44, 0x3210); /* bit 2: the low or the high register of a pair */
+    wb_reg q01 = prmt3(d, wb_r(r[0]), wb_r(r[1]), s2), q23 = prmt3(d, wb_r(r[2]), wb_r(r[3]), s2);
+    wb_reg s3 = selector(d, t, 3, 1, 0x44, 0x3210); /* bit 3 */
+    return prmt3(d, wb_r(q01), wb_r(q23), s3);
+}
+
 void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16])
 {
@@ -133,9 +181,12 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, co
     d.magic = d.bf ? 0x4300 : 0x6400;
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
-    int is_float = fmt->w.kind == WB_KIND_FLOAT;
+    int is_float = fmt->w.kind == WB_KIND_FLOAT, is_table = fmt->w.kind == WB_KIND_TABLE;
     char note[200];
-    if (is_float)
+    if (is_table)
+        snprintf(note, sizeof note, "dequant rule: 16-entry table (%s) in 8 registers, three levels of prmt "
+                 "pick each code's value, one fma by the group scale", fmt->w.ebits ? "lut4" : "nf4");
+    else if (is_float)
         snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (shl, lop3 select), "
                  "one fma by 2^(bias difference), one fma by the group scale", fmt->w.ebits, fmt->w.mbits,
                  d.bf ? "bf16" : "f16");
@@ -155,8 +206,9 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, co
         for (int reg = 0; reg < 4; reg++) {
             int row = reg & 1; /* registers 0 and 2: channel gid; 1 and 3: gid + 8 */
             const wb_reg *rec = &scales[gi * 4];
-            wb_reg v = is_float ? float_value(&d, words, &cs, step, reg)
-                                : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
+            wb_reg v = is_table ? table_value(&d, words, &cs, step, reg)
+                       : is_float ? float_value(&d, words, &cs, step, reg)
+                                  : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
             wb_opnd add = fmt->zp == WB_ZP_FP ? wb_r(rec[2 + row]) : konst(&d, 0x80008000u);
             out[step * 4 + reg] = fma2(&d, v, wb_r(rec[row]), add);
         }

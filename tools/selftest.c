@@ -19,7 +19,7 @@
 #define MAX_THREADS 32
 
 typedef struct plan_case {
-    char spec[96];
+    char spec[512];
     int64_t m, n, k;
     int full; /* compare every element */
 } plan_case;
@@ -104,6 +104,13 @@ static int plan_catalog(plan *p, int quick)
     }
     for (size_t i = 0; i < sizeof presets / sizeof presets[0] && !rc; i++)
         rc = plan_add(p, presets[i], 100, 256, 1024, 1);
+    /* lookup tables: nf4 and a user table (lut4) */
+    static const char *const tables[] = {
+        "a=f16,w=nf4,g=64", "a=bf16,w=nf4,ws=e8m0,g=32,bias=1",
+        "a=f16,w=lut4:-8:-5.5:-3.25:-2:-1.5:-1:-0.5:-0.125:0:0.25:0.75:1:2:3.5:6:100,g=128",
+        "a=bf16,w=lut4:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16,ws=f32,g=0"};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0] && !rc; i++)
+        rc = plan_add(p, tables[i], i % 2 ? 100 : 7, 256, 1024, 1);
     /* large shapes for the formats the issue names */
     static const char *const big[] = {"a=f16,w=int2,g=128", "gptq-int3", "a=f16,w=int8,g=128", "mxfp4",
                                       "nvfp4-a16", "a=f16,w=e4m3,ws=f32,g=0", "a=bf16,w=int4,ws=f32,g=128,gn=128"};
@@ -186,6 +193,51 @@ static int ledger_has(FILE *fp, const char *sha)
     return 0;
 }
 
+/* Kernels this run validated leave pending.tsv (the file beside the ledger), if it exists. */
+static int clear_pending(const selftest *t, const char *ledger)
+{
+    char path[1024];
+    const char *slash = strrchr(ledger, '/');
+    snprintf(path, sizeof path, "%.*spending.tsv", slash ? (int)(slash - ledger + 1) : 0, ledger);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return 0;
+    char line[2048], *kept = NULL;
+    size_t len = 0, cap = 0;
+    int cleared = 0;
+    while (fgets(line, sizeof line, in)) {
+        int validated = 0;
+        for (int i = 0; i < t->nk && !validated; i++)
+            validated = !t->k[i].failed && !strncmp(line, t->k[i].sha, 64) && line[64] == '\t';
+        if (validated) {
+            cleared++;
+            continue;
+        }
+        size_t n = strlen(line);
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *p = realloc(kept, cap);
+            if (!p) {
+                free(kept);
+                fclose(in);
+                return cli_fail(CLI_FAILED, "out of host memory");
+            }
+            kept = p;
+        }
+        memcpy(kept + len, line, n + 1);
+        len += n;
+    }
+    fclose(in);
+    FILE *out = cleared ? fopen(path, "w") : NULL;
+    if (out) {
+        fwrite(kept ? kept : "", 1, len, out);
+        fclose(out);
+        printf("selftest: %d kernel(s) cleared from %s\n", cleared, path);
+    }
+    free(kept);
+    return 0;
+}
+
 static int write_ledger(const selftest *t, const char *path)
 {
     FILE *fp = fopen(path, "a+");
@@ -215,7 +267,7 @@ static int write_ledger(const selftest *t, const char *path)
     if (fclose(fp) != 0)
         return cli_fail(CLI_FAILED, "writing the ledger '%s' failed", path);
     printf("selftest: %d new kernel(s) added to %s\n", added, path);
-    return 0;
+    return clear_pending(t, path);
 }
 
 /* ---- comparing against the reference */
@@ -432,7 +484,7 @@ int cmd_selftest(int argc, char **argv)
     cli_args a;
     plan p = {0};
     selftest t = {0};
-    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M);
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY);
     int device, rc = cli_parse(argc, argv, allowed, 0, &a);
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
@@ -447,6 +499,13 @@ int cmd_selftest(int argc, char **argv)
                     p.c[kept++] = p.c[i];
                     break;
                 }
+        p.count = kept;
+    }
+    if (cli_has(&a, O_ONLY)) { /* --only TEXT: only the cases whose spec contains TEXT */
+        int kept = 0;
+        for (int i = 0; i < p.count; i++)
+            if (strstr(p.c[i].spec, a.val[O_ONLY]))
+                p.c[kept++] = p.c[i];
         p.count = kept;
     }
     if (cli_has(&a, O_LIST)) {

@@ -21,7 +21,7 @@ static const char usage_text[] =
     "  bench SPEC --m LIST --n N --k K [--json] [--sweep] [--compile] [--device D] [choices]\n"
     "                                       time kernels on the GPU (median of 15, weights > 256 MB);\n"
     "                                       --sweep: every legal config; --compile: spec to CUfunction\n"
-    "  selftest [--quick] [--list] [--m LIST] [--ledger FILE] [--seed S] [--device D]\n"
+    "  selftest [--quick] [--list] [--m LIST] [--only TEXT] [--ledger FILE] [--seed S] [--device D]\n"
     "                                       GPU correctness over formats and shapes\n"
     "  help, --help                         this text;  --version  the version\n"
     "\n"
