@@ -1,6 +1,7 @@
 /* Unit tests of dsl/format.c: presets, defaults, canonical printing (print . parse is the identity),
  * every rejection with its message, hand-filled structs, and the shape rules. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include "testutil.h"
 
@@ -159,7 +160,7 @@ static void reject(const char *spec, const char *fragment)
 START_TEST(rejections)
 {
     reject("w4a16,foo=1", "unknown key 'foo' (keys: a, ag, as, ags, w, ws, g, gn, wgs, zp, out, bias, acc)");
-    reject("w=int9", "bad value 'int9' for w (int1..int8, uint1..uint8, eXmY, nf4)");
+    reject("w=int9", "bad value 'int9' for w (int1..int8, uint1..uint8, eXmY, nf4, lut4:v0:...:v15)");
     reject("w=f16", "bad value 'f16' for w (");
     reject("w=e8m0", "bad value 'e8m0' for w");
     reject("w=e4m4", "bad value 'e4m4' for w");
@@ -183,7 +184,7 @@ START_TEST(rejections)
     reject("a=s8,w=int4,ags=2", "bad value '2' for ags (0, 1)");
     reject("w4a16,g=64,g=32", "duplicate key 'g'");
     reject("w=int4,w=int8", "duplicate key 'w'");
-    reject("a=f16", "missing key w (int1..int8, uint1..uint8, eXmY, nf4)");
+    reject("a=f16", "missing key w (int1..int8, uint1..uint8, eXmY, nf4, lut4:v0:...:v15)");
     reject("", "empty spec");
     reject("   ", "empty spec");
     reject("w4a16,", "empty item");
@@ -278,6 +279,39 @@ START_TEST(shapes)
 }
 END_TEST
 
+START_TEST(user_tables)
+{
+    static const float t[16] = {-8, -5.5f, -3.25f, -2, -1.5f, -1, -0.5f, -0.125f, 0, 0.25f, 0.75f, 1, 2, 3.5f,
+                                6, 0.1f};
+    wb_format f, g;
+    char buf[512], again[512];
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    ck_assert_int_eq(wb_format_set_table(&f, t), WB_OK);
+    ck_assert_int_eq(f.w.kind, WB_KIND_TABLE);
+    ck_assert(wb_format_weight_value(&f, 15) == (double)0.1f);
+    ck_assert(isnan(wb_format_weight_value(&f, 16)));
+    wb_format_print(&f, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, ",w=lut4:-8:-5.5:-3.25:-2:-1.5:-1:-0.5:-0.125:0:0.25:0.75:1:2:3.5:6:0.100000001,"));
+    ck_assert_int_eq(wb_format_parse(buf, &g), WB_OK); /* the canonical form parses back to the same floats */
+    ck_assert_mem_eq(g.table, t, sizeof t);
+    wb_format_print(&g, again, sizeof again);
+    ck_assert_str_eq(buf, again);
+    ck_assert(wb_format_weight_value(&g, 3) == -2.0);
+    ck_assert_int_eq(wb_format_parse("a=f16,w=lut4:1:2", &g), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "lut4 needs 16 values"));
+    ck_assert_int_eq(wb_format_parse("a=f16,w=lut4:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17", &g), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "exactly 16 values"));
+    ck_assert_int_eq(wb_format_parse("a=f16,w=lut4:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:nan", &g), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "value 15 is not a finite number"));
+    float bad[16] = {0};
+    bad[4] = INFINITY;
+    ck_assert_int_eq(wb_format_set_table(&f, bad), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "value 4 is not finite"));
+    ck_assert_int_eq(wb_format_parse("a=bf16,w=nf4,g=64", &g), WB_OK);
+    ck_assert(wb_format_weight_value(&g, 0) == -1.0 && wb_format_weight_value(&g, 15) == 1.0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("format");
@@ -290,6 +324,7 @@ int main(void)
     tcase_add_test(tc, validate_hand_filled);
     tcase_add_test(tc, print_buffer);
     tcase_add_test(tc, shapes);
+    tcase_add_test(tc, user_tables);
     suite_add_tcase(s, tc);
     return wbt_run(s);
 }
