@@ -79,8 +79,11 @@ test: all asan cli-test ptx-gate ledger-check
 selftest: all
 	$(BUILD)/warble selftest
 
+# On a GPU machine with PyTorch: the BENCH.md suite beside torch (JSON, markdown, plots under $$OUT);
+# without PyTorch: warble's own event-timed bench of W4A16.
 bench: all
-	$(BUILD)/warble bench w4a16 --m 1,16,256,4096 --n 8192 --k 8192
+	@if python3 -c "import torch" 2>/dev/null; then scripts/h200.sh bench; \
+	else $(BUILD)/warble bench w4a16 --m 1,16,256,4096 --n 8192 --k 8192; fi
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include/warble $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

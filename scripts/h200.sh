@@ -35,3 +35,4 @@ PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,2
   --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
 python3 bench/report.py "$OUT/bench.jsonl" | tee "$OUT/bench.md"
 python3 bench/report.py "$OUT/formats.jsonl" | tee "$OUT/formats.md"
+python3 -c "import matplotlib" 2>/dev/null && python3 bench/plot.py "$OUT/bench.jsonl" "$OUT"
