@@ -95,8 +95,10 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.load = WB_LOAD_CP_ASYNC, .stages = 1}, &ptx),
                      WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "2..8 stages"));
-    ck_assert_int_eq(ptx_for("w=nf4,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "w=nf4 is not supported by this build yet"));
+    ck_assert_int_eq(ptx_for("w4a16,acc=f16", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "acc=f16 is not supported by this build"));
+    ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations only"));
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
