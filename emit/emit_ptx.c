@@ -76,15 +76,10 @@ char *wb_emit_ptx(const wb_func *f, const wb_ptx_header *h, int annotate)
         if (count[c])
             wb_buf_printf(&b, "    .reg .%s %s<%d>;\n", rc_type[c], rc_prefix[c], count[c]);
     wb_buf_printf(&b, "\n");
-    const char *last_note = NULL;
     for (int i = 0; i < f->ninsns; i++) {
         const wb_insn *in = &f->insns[i];
         if (in->op == WB_OP_COMMENT && !annotate)
             continue;
-        if (annotate && in->note && in->note != last_note)
-            wb_buf_printf(&b, "    // ir: %s\n", in->note);
-        if (in->note)
-            last_note = in->note;
         print_insn(&b, f, in);
     }
     wb_buf_printf(&b, "}\n");

@@ -67,9 +67,7 @@ wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...)
     in->op = op;
     in->type = type;
     in->nopnds = n;
-    in->note = f->note;
     in->guard = -1;
-    f->note = NULL;
     va_list ap;
     va_start(ap, n);
     for (int i = 0; i < n; i++)

@@ -33,7 +33,6 @@ typedef struct wb_insn {
     const char *type;    /* the %T suffix: "u32", "f16x2", ... */
     int nopnds;
     wb_opnd o[WB_MAX_OPNDS];
-    const char *note;    /* an `// ir:` annotation that ties this instruction to a tile op */
     int guard;           /* a predicate register that guards it (printed `@%p`), or -1 */
     int guard_neg;       /* guard on the predicate being false (`@!%p`) */
 } wb_insn;
@@ -47,7 +46,6 @@ typedef struct wb_func {
     int reg_cap;
     int nlabels;
     int oom;             /* sticky out-of-memory */
-    const char *note;    /* annotation attached to the next instruction appended */
 } wb_func;
 
 typedef struct wb_reg {

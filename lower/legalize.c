@@ -8,8 +8,7 @@ static int is16(wb_type t) { return t.kind == WB_KIND_F16 || t.kind == WB_KIND_B
 
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
 {
-    char spec[512], tn[8];
-    wb_format_print(f, spec, sizeof spec);
+    char tn[8];
     if (!is16(f->a))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build (f16 and bf16 activations only)",
                        wb_type_name(f->a, tn));

@@ -551,7 +551,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
-    L.vals = wb_arena_alloc(f->arena, (size_t)(k->nvalues + 1) * sizeof *L.vals);
+    L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
         return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");
     lower_setup(&L);
