@@ -86,7 +86,7 @@ bench: all
 	else $(BUILD)/warble bench w4a16 --m 1,16,256,4096 --n 8192 --k 8192; fi
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include/warble $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/warble.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/libwarble.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libwarble.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
