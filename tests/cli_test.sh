@@ -87,8 +87,12 @@ if expect 0 "ptx --hash" "" -- $W ptx w4a16 --arch sm_90a --m 1 --n 4096 --k 409
     echo "$h1" | grep -Eq '^[0-9a-f]{64}  [^ ]+$' || fail "ptx --hash format: $h1"
     expect 0 "ptx --hash again" "" -- $W ptx w4a16 --arch sm_90a --hash
     [ "$(cat "$tmp/out")" = "$h1" ] || fail "ptx --hash is not deterministic or defaults differ"
-    $W ptx w4a16 --arch sm_90a >"$tmp/ptx" 2>/dev/null
-    [ "$(sha256sum <"$tmp/ptx" | cut -d' ' -f1)" = "${h1%% *}" ] || fail "ptx --hash is not the sha256 of ptx"
+    $W ptx w4a16 --arch sm_90a --plain >"$tmp/ptx" 2>/dev/null
+    [ "$(sha256sum <"$tmp/ptx" | cut -d' ' -f1)" = "${h1%% *}" ] || fail "ptx --hash is not the sha256 of ptx --plain"
+    $W ptx w4a16 --arch sm_90a >"$tmp/annotated" 2>/dev/null
+    grep -q '^    // ir: %7 = dequant %4 %5$' "$tmp/annotated" || fail "ptx is not annotated by default"
+    grep -q '// ir:' "$tmp/ptx" && fail "ptx --plain carries annotations"
+    expect 2 "ptx --annotate --plain" "exclude each other" -- $W ptx w4a16 --arch sm_90a --annotate --plain
 fi
 expect 0 "ptx --hash m list" "" -- $W ptx w4a16 --arch sm_90a --m 1,16,4096 --hash
 expect 2 "bf16 on sm_75 rejected" "" -- $W ptx w4a16,a=bf16,ws=bf16 --arch sm_75

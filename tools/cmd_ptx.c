@@ -92,10 +92,14 @@ int cmd_ptx(int argc, char **argv)
     cli_args a;
     wb_format f;
     pick p[MAX_PICKS];
-    int n, rc = parse_common(argc, argv, OPT(O_ANNOTATE) | OPT(O_HASH), &a, &f);
+    int n, rc = parse_common(argc, argv, OPT(O_ANNOTATE) | OPT(O_PLAIN) | OPT(O_HASH), &a, &f);
     if (rc || (rc = pick_kernels(&a, &f, p, &n)))
         return rc;
-    int flags = cli_has(&a, O_ANNOTATE) ? WB_EMIT_ANNOTATE : 0;
+    if (cli_has(&a, O_ANNOTATE) && cli_has(&a, O_PLAIN))
+        return cli_fail(CLI_USAGE, "ptx: --annotate and --plain exclude each other");
+    /* annotated by default (the contract); --plain and --hash use the PTX that is loaded and run,
+     * whose sha256 the ledger records */
+    int flags = cli_has(&a, O_PLAIN) || cli_has(&a, O_HASH) ? 0 : WB_EMIT_ANNOTATE;
     for (int i = 0; i < n; i++) {
         char *ptx = NULL;
         if ((rc = emit(&f, a.arch, &p[i], flags, &ptx)))
