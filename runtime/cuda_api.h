@@ -19,6 +19,8 @@ typedef struct CUevent_st *CUevent;
 typedef int CUdevice_attribute;
 typedef int CUfunction_attribute;
 typedef int CUjit_option;
+typedef int CUjitInputType;
+typedef struct CUlinkState_st *CUlinkState;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -26,6 +28,7 @@ enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_PTX = 218,
     CUDA_ERROR_NOT_FOUND = 500,
 };
@@ -44,6 +47,8 @@ enum {
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
+
+enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType */
 
 enum { CU_EVENT_DEFAULT = 0 };
 
@@ -68,7 +73,15 @@ enum { CU_EVENT_DEFAULT = 0 };
     X(cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr dst, unsigned char uc, size_t n))                   \
     X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                     \
       (CUmodule * module, const void *image, unsigned n_options, CUjit_option *options, void **values)) \
+    X(cuModuleLoadData, "cuModuleLoadData", (CUmodule * module, const void *image))                 \
     X(cuModuleUnload, "cuModuleUnload", (CUmodule module))                                          \
+    X(cuLinkCreate, "cuLinkCreate_v2",                                                              \
+      (unsigned n_options, CUjit_option *options, void **values, CUlinkState *state))               \
+    X(cuLinkAddData, "cuLinkAddData_v2",                                                            \
+      (CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,           \
+       unsigned n_options, CUjit_option *options, void **values))                                   \
+    X(cuLinkComplete, "cuLinkComplete", (CUlinkState state, void **cubin, size_t *size))            \
+    X(cuLinkDestroy, "cuLinkDestroy", (CUlinkState state))                                          \
     X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction * fn, CUmodule module, const char *name)) \
     X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, CUfunction_attribute attrib, int value)) \
     X(cuLaunchKernel, "cuLaunchKernel",                                                             \

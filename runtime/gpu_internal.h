@@ -1,5 +1,5 @@
-/* The wb_gpu handle, shared by gpu.c (device, memory, launch, timing), module_cache.c (PTX -> function)
- * and layer.c. Internal: not installed. */
+/* The wb_gpu handle, shared by gpu.c (device, memory, launch, timing), module_cache.c (PTX -> function),
+ * disk_cache.c (the opt-in cubin cache) and layer.c. Internal: not installed. */
 #ifndef WB_GPU_INTERNAL_H
 #define WB_GPU_INTERNAL_H
 
@@ -26,5 +26,8 @@ wb_status wb_gpu_enter(wb_gpu *gpu, const char *fn);
 
 /* Unload every cached module (wb_gpu_destroy; the context must be current). */
 void wb_module_cache_free(wb_gpu *gpu);
+
+/* A failed JIT as WB_ERR_JIT: "<call> failed: CUDA_ERROR_X (text): <the JIT log on one line>". */
+wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, const char *log);
 
 #endif

@@ -1,6 +1,8 @@
 /* PTX -> CUmodule -> CUfunction, cached per wb_gpu by the sha256 of the PTX text, so a kernel is
  * JIT-compiled once per process and device. A list is enough: a process loads tens of kernels. The JIT
- * error log goes into the WB_ERR_JIT message, on one line. */
+ * error log goes into the WB_ERR_JIT message, on one line. With $WARBLE_CACHE_DIR set, a module this
+ * cache does not hold comes from the on-disk cubin cache (disk_cache.c) instead of cuModuleLoadDataEx. */
+#include "runtime/disk_cache.h"
 #include "runtime/gpu_internal.h"
 
 #include <stdlib.h>
@@ -56,6 +58,17 @@ static void one_line(const char *log, char *out, size_t size)
     out[o] = 0;
 }
 
+wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, const char *log)
+{
+    char line[1024];
+    one_line(log[0] ? log : "(empty JIT log)", line, sizeof line);
+    wb_status st = wb_cuda_fail(api, r, WB_ERR_JIT, call);
+    char head[512];
+    strncpy(head, wb_last_error(), sizeof head - 1);
+    head[sizeof head - 1] = 0;
+    return wb_fail(st, "%s: %s", head, line);
+}
+
 /* JIT the PTX with error and info logs; WB_ERR_JIT with the log on failure. */
 static wb_status jit(wb_gpu *gpu, const char *ptx, CUmodule *module)
 {
@@ -71,13 +84,7 @@ static wb_status jit(wb_gpu *gpu, const char *ptx, CUmodule *module)
     wb_status st = WB_OK;
     if (r != CUDA_SUCCESS) {
         error_log[LOG - 1] = 0;
-        char line[1024];
-        one_line(error_log[0] ? error_log : "(empty JIT log)", line, sizeof line);
-        st = wb_cuda_fail(gpu->api, r, WB_ERR_JIT, "cuModuleLoadDataEx");
-        char head[512];
-        strncpy(head, wb_last_error(), sizeof head - 1);
-        head[sizeof head - 1] = 0;
-        st = wb_fail(st, "%s: %s", head, line);
+        st = wb_jit_fail(gpu->api, r, "cuModuleLoadDataEx", error_log);
     }
     free(error_log);
     return st;
@@ -94,7 +101,8 @@ static wb_status find_module(wb_gpu *gpu, const char *ptx, const char *sha, wb_m
     wb_module_entry *m = calloc(1, sizeof *m);
     if (!m)
         return wb_fail(WB_ERR_NOMEM, "wb_gpu_load: out of memory");
-    wb_status st = jit(gpu, ptx, &m->module);
+    const char *dir = wb_disk_cache_dir();
+    wb_status st = dir ? wb_disk_cache_load(gpu, dir, ptx, &m->module) : jit(gpu, ptx, &m->module);
     if (st) {
         free(m);
         return st;

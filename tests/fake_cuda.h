@@ -31,14 +31,41 @@ static struct {
     uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
     uint32_t launch_u32[3]; /* m, n, k */
     int attrib, attrib_value;
+    /* the cuLink* JIT and cuModuleLoadData (the disk cache) */
+    int driver_version;                      /* 0 = 13000 */
+    CUresult link_create_result, link_add_result, link_complete_result, load_data_result;
+    int link_create, link_add, link_complete, link_destroy, links_live, load_data;
+    CUjitInputType add_type;
+    size_t add_size;
+    char add_name[32];
+    unsigned char loaded_image[64]; /* the last cuModuleLoadData image up to its first NUL, at most 64 */
     pthread_mutex_t lock;
 } fake;
+
+/* The fake's cubin for a PTX text: 64 bytes, an ELF magic, a tag and the PTX's hash. cuModuleLoadData
+ * accepts an image with this magic and tag and refuses anything else (CUDA_ERROR_INVALID_IMAGE). */
+enum { FAKE_CUBIN_SIZE = 64 };
+static const char fake_cubin_tag[] = "\x7f" "ELF fake cubin ";
+static void fake_cubin(const char *ptx, unsigned char out[FAKE_CUBIN_SIZE])
+{
+    memset(out, 0, FAKE_CUBIN_SIZE);
+    memcpy(out, fake_cubin_tag, sizeof fake_cubin_tag - 1);
+    char sha[65];
+    wb_sha256_hex(ptx, strlen(ptx), sha);
+    memcpy(out + sizeof fake_cubin_tag - 1, sha, 40);
+}
+
+typedef struct fake_link {
+    char *error_log;
+    size_t log_size;
+    unsigned char cubin[FAKE_CUBIN_SIZE];
+} fake_link;
 
 static const char *jit_log = "ptxas application ptx input, line 3; error   : Unknown symbol 'foo'\n"
                              "ptxas fatal   : Ptx assembly aborted due to errors\n\n";
 
 static CUresult f_init(unsigned flags) { return flags ? CUDA_ERROR_INVALID_VALUE : fake.init_result; }
-static CUresult f_driver_version(int *v) { *v = 13000; return CUDA_SUCCESS; }
+static CUresult f_driver_version(int *v) { *v = fake.driver_version ? fake.driver_version : 13000; return CUDA_SUCCESS; }
 static CUresult f_device_get(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
 static CUresult f_device_count(int *n) { *n = fake.device_count; return CUDA_SUCCESS; }
 static CUresult f_device_name(char *name, int len, CUdevice d)
@@ -113,6 +140,95 @@ static CUresult f_load(CUmodule *m, const void *image, unsigned n, CUjit_option 
     *m = (CUmodule)(uintptr_t)(0x1000 * id);
     return CUDA_SUCCESS;
 }
+static CUresult f_load_data(CUmodule *m, const void *image)
+{
+    pthread_mutex_lock(&fake.lock);
+    int id = ++fake.load_data;
+    const unsigned char *p = image; /* a fake cubin has no NUL before its padding */
+    memset(fake.loaded_image, 0, sizeof fake.loaded_image);
+    for (size_t i = 0; i < sizeof fake.loaded_image && (i == 0 || p[i - 1]); i++)
+        fake.loaded_image[i] = p[i];
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.load_data_result)
+        return fake.load_data_result;
+    if (strncmp(image, fake_cubin_tag, sizeof fake_cubin_tag - 1) ||
+        strnlen(image, FAKE_CUBIN_SIZE) != sizeof fake_cubin_tag - 1 + 40)
+        return CUDA_ERROR_INVALID_IMAGE;
+    *m = (CUmodule)(uintptr_t)(0x1000000 + 0x1000 * id);
+    return CUDA_SUCCESS;
+}
+
+/* The link state keeps the error log buffer of cuLinkCreate, as the driver does. */
+static CUresult f_link_create(unsigned n, CUjit_option *opts, void **values, CUlinkState *state)
+{
+    pthread_mutex_lock(&fake.lock);
+    fake.link_create++;
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.link_create_result)
+        return fake.link_create_result;
+    fake_link *l = calloc(1, sizeof *l);
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < n; i++) {
+        if (opts[i] == CU_JIT_ERROR_LOG_BUFFER)
+            l->error_log = values[i];
+        if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            l->log_size = (size_t)(uintptr_t)values[i];
+    }
+    pthread_mutex_lock(&fake.lock);
+    fake.links_live++;
+    pthread_mutex_unlock(&fake.lock);
+    *state = (CUlinkState)l;
+    return CUDA_SUCCESS;
+}
+static void fake_link_log(fake_link *l)
+{
+    if (l->error_log && l->log_size)
+        snprintf(l->error_log, l->log_size, "%s", jit_log);
+}
+static CUresult f_link_add(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
+                           unsigned n, CUjit_option *opts, void **values)
+{
+    (void)n, (void)opts, (void)values;
+    fake_link *l = (fake_link *)state;
+    pthread_mutex_lock(&fake.lock);
+    fake.link_add++;
+    fake.add_type = type;
+    fake.add_size = size;
+    snprintf(fake.add_name, sizeof fake.add_name, "%s", name ? name : "(null)");
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.link_add_result) {
+        fake_link_log(l);
+        return fake.link_add_result;
+    }
+    if (type != CU_JIT_INPUT_PTX || size != strlen(data) + 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_cubin(data, l->cubin);
+    return CUDA_SUCCESS;
+}
+static CUresult f_link_complete(CUlinkState state, void **cubin, size_t *size)
+{
+    fake_link *l = (fake_link *)state;
+    pthread_mutex_lock(&fake.lock);
+    fake.link_complete++;
+    pthread_mutex_unlock(&fake.lock);
+    if (fake.link_complete_result) {
+        fake_link_log(l);
+        return fake.link_complete_result;
+    }
+    *cubin = l->cubin;
+    *size = sizeof l->cubin;
+    return CUDA_SUCCESS;
+}
+static CUresult f_link_destroy(CUlinkState state)
+{
+    pthread_mutex_lock(&fake.lock);
+    fake.link_destroy++;
+    fake.links_live--;
+    pthread_mutex_unlock(&fake.lock);
+    free(state); /* the cubin goes with it: ASan catches a use after this */
+    return CUDA_SUCCESS;
+}
 static CUresult f_unload(CUmodule m) { (void)m; fake.unloads++; return CUDA_SUCCESS; }
 static CUresult f_get_function(CUfunction *f, CUmodule m, const char *name)
 {
@@ -172,6 +288,7 @@ static const struct {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 };
@@ -212,7 +329,12 @@ static const wb_cuda_api fake_api = {
     .cuMemcpyDtoH = f_dtoh,
     .cuMemsetD8 = f_memset,
     .cuModuleLoadDataEx = f_load,
+    .cuModuleLoadData = f_load_data,
     .cuModuleUnload = f_unload,
+    .cuLinkCreate = f_link_create,
+    .cuLinkAddData = f_link_add,
+    .cuLinkComplete = f_link_complete,
+    .cuLinkDestroy = f_link_destroy,
     .cuModuleGetFunction = f_get_function,
     .cuFuncSetAttribute = f_set_attribute,
     .cuLaunchKernel = f_launch,
