@@ -158,20 +158,16 @@ static void store(const char *dir, const char *path, const void *cubin, size_t s
 static wb_status link_and_load(wb_gpu *gpu, const char *ptx, const char *dir, const char *path,
                                CUmodule *module)
 {
-    enum { LOG = 16384 };
-    char *error_log = calloc(2, LOG);
-    if (!error_log)
-        return wb_fail(WB_ERR_NOMEM, "wb_gpu_load: out of memory");
-    char *info_log = error_log + LOG;
-    CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-    void *values[4] = {error_log, (void *)(uintptr_t)(LOG - 1), info_log, (void *)(uintptr_t)(LOG - 1)};
+    wb_jit_logs logs;
+    wb_status st = wb_jit_logs_init(&logs);
+    if (st)
+        return st;
     const wb_cuda_api *api = gpu->api;
     CUlinkState link = NULL;
     void *cubin = NULL;
     size_t size = 0;
     const char *call = "cuLinkCreate";
-    CUresult r = api->cuLinkCreate(4, opts, values, &link);
+    CUresult r = api->cuLinkCreate(4, logs.opts, logs.values, &link);
     int created = r == CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
         call = "cuLinkAddData"; /* PTX must be NUL-terminated: the size counts the NUL */
@@ -186,16 +182,14 @@ static wb_status link_and_load(wb_gpu *gpu, const char *ptx, const char *dir, co
         call = "cuModuleLoadData";
         r = api->cuModuleLoadData(module, cubin);
     }
-    wb_status st = WB_OK;
-    if (r != CUDA_SUCCESS) {
-        error_log[LOG - 1] = 0;
-        st = wb_jit_fail(api, r, call, error_log);
-    } else if (path && cubin && size > 0) {
+    if (r != CUDA_SUCCESS)
+        st = wb_jit_fail(api, r, call, &logs);
+    else if (path && cubin && size > 0) {
         store(dir, path, cubin, size);
     }
     if (created)
         api->cuLinkDestroy(link);
-    free(error_log);
+    wb_jit_logs_free(&logs);
     return st;
 }
 

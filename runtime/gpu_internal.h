@@ -27,7 +27,18 @@ wb_status wb_gpu_enter(wb_gpu *gpu, const char *fn);
 /* Unload every cached module (wb_gpu_destroy; the context must be current). */
 void wb_module_cache_free(wb_gpu *gpu);
 
+/* The JIT's error and info log buffers and the four options that hand them to the driver
+ * (cuModuleLoadDataEx and cuLinkCreate take the same ones). */
+enum { WB_JIT_LOG = 16384 };
+typedef struct wb_jit_logs {
+    char *error, *info;
+    CUjit_option opts[4];
+    void *values[4];
+} wb_jit_logs;
+wb_status wb_jit_logs_init(wb_jit_logs *l);
+void wb_jit_logs_free(wb_jit_logs *l);
+
 /* A failed JIT as WB_ERR_JIT: "<call> failed: CUDA_ERROR_X (text): <the JIT log on one line>". */
-wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, const char *log);
+wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, wb_jit_logs *logs);
 
 #endif

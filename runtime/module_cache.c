@@ -58,9 +58,31 @@ static void one_line(const char *log, char *out, size_t size)
     out[o] = 0;
 }
 
-wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, const char *log)
+wb_status wb_jit_logs_init(wb_jit_logs *l)
+{
+    l->error = calloc(2, WB_JIT_LOG);
+    if (!l->error)
+        return wb_fail(WB_ERR_NOMEM, "wb_gpu_load: out of memory");
+    l->info = l->error + WB_JIT_LOG;
+    CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void *values[4] = {l->error, (void *)(uintptr_t)(WB_JIT_LOG - 1), l->info, (void *)(uintptr_t)(WB_JIT_LOG - 1)};
+    memcpy(l->opts, opts, sizeof opts);
+    memcpy(l->values, values, sizeof values);
+    return WB_OK;
+}
+
+void wb_jit_logs_free(wb_jit_logs *l)
+{
+    free(l->error);
+    l->error = l->info = NULL;
+}
+
+wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, wb_jit_logs *logs)
 {
     char line[1024];
+    const char *log = logs->error;
+    logs->error[WB_JIT_LOG - 1] = 0;
     one_line(log[0] ? log : "(empty JIT log)", line, sizeof line);
     wb_status st = wb_cuda_fail(api, r, WB_ERR_JIT, call);
     char head[512];
@@ -72,21 +94,14 @@ wb_status wb_jit_fail(const wb_cuda_api *api, CUresult r, const char *call, cons
 /* JIT the PTX with error and info logs; WB_ERR_JIT with the log on failure. */
 static wb_status jit(wb_gpu *gpu, const char *ptx, CUmodule *module)
 {
-    enum { LOG = 16384 };
-    char *error_log = calloc(2, LOG);
-    if (!error_log)
-        return wb_fail(WB_ERR_NOMEM, "wb_gpu_load: out of memory");
-    char *info_log = error_log + LOG;
-    CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-    void *values[4] = {error_log, (void *)(uintptr_t)(LOG - 1), info_log, (void *)(uintptr_t)(LOG - 1)};
-    CUresult r = gpu->api->cuModuleLoadDataEx(module, ptx, 4, opts, values);
-    wb_status st = WB_OK;
-    if (r != CUDA_SUCCESS) {
-        error_log[LOG - 1] = 0;
-        st = wb_jit_fail(gpu->api, r, "cuModuleLoadDataEx", error_log);
-    }
-    free(error_log);
+    wb_jit_logs logs;
+    wb_status st = wb_jit_logs_init(&logs);
+    if (st)
+        return st;
+    CUresult r = gpu->api->cuModuleLoadDataEx(module, ptx, 4, logs.opts, logs.values);
+    if (r != CUDA_SUCCESS)
+        st = wb_jit_fail(gpu->api, r, "cuModuleLoadDataEx", &logs);
+    wb_jit_logs_free(&logs);
     return st;
 }
 
