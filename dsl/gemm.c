@@ -8,6 +8,15 @@ static int needs_scale_tile(const wb_format *f)
     return 1; /* per-channel scales are one group spanning K, so every format streams scale records */
 }
 
+/* One scale per channel covers a warp's whole k64 slice (per-channel scales, or groups of a multiple
+ * of 64): apply it to the slice's f32 product (4 fmas per m-tile) instead of to its weights (16 paired
+ * fmas), which pays while m_tiles <= 2. A float zero point is added after scaling, so it keeps the
+ * scale in the dequant. */
+static int scale_whole_slice(const wb_format *f, const wb_config *cfg)
+{
+    return f->g % WB_SLICE_K == 0 && f->zp != WB_ZP_FP && cfg->m_tiles <= 2;
+}
+
 wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)
 {
     wb_kernel *k = wb_kernel_create(f, cfg);
@@ -21,8 +30,12 @@ wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)
     int wf = wb_load_frag(k, w);
     int sf = s >= 0 ? wb_load_frag(k, s) : -1;
     int af = wb_load_frag(k, a);
-    int wd = wb_dequant(k, wf, sf);
-    wb_mma(k, acc, wd, af);
+    if (scale_whole_slice(f, cfg)) {
+        int wd = wb_dequant_unscaled(k, wf, sf);
+        wb_mma_scaled(k, acc, wd, af, sf);
+    } else {
+        wb_mma(k, acc, wb_dequant(k, wf, sf), af);
+    }
     wb_kloop_end(k);
     wb_epilogue(k, acc);
     return k;

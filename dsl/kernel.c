@@ -63,7 +63,7 @@ static wb_tile_op *append(wb_kernel *k, wb_top op, const char *call)
     memset(o, 0, sizeof *o);
     o->op = op;
     o->result = -1;
-    o->args[0] = o->args[1] = o->args[2] = -1;
+    o->args[0] = o->args[1] = o->args[2] = o->args[3] = -1;
     return o;
 }
 
@@ -131,21 +131,32 @@ int wb_load_frag(wb_kernel *k, int tile)
     return o->result = k->nvalues++;
 }
 
-int wb_dequant(wb_kernel *k, int codes, int scales)
+static int dequant(wb_kernel *k, const char *call, int codes, int scales, int unscaled)
 {
-    if (!expect(k, "wb_dequant", codes, WB_TOP_LOAD_FRAG) ||
-        (scales >= 0 && !expect(k, "wb_dequant", scales, WB_TOP_LOAD_FRAG)))
+    if (!expect(k, call, codes, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return -1;
     if (def_of(k, codes)->operand != WB_OPERAND_W) {
-        set_error(k, "wb_dequant", "codes must be a W fragment");
+        set_error(k, call, "codes must be a W fragment");
         return -1;
     }
-    wb_tile_op *o = append(k, WB_TOP_DEQUANT, "wb_dequant");
+    if (unscaled && k->fmt.zp == WB_ZP_FP) {
+        set_error(k, call, "a float zero point (zp=fp) is added after scaling: dequant with the scales");
+        return -1;
+    }
+    wb_tile_op *o = append(k, WB_TOP_DEQUANT, call);
     if (!o)
         return -1;
     o->args[0] = codes;
     o->args[1] = scales;
+    o->unscaled = unscaled;
     return o->result = k->nvalues++;
+}
+
+int wb_dequant(wb_kernel *k, int codes, int scales) { return dequant(k, "wb_dequant", codes, scales, 0); }
+
+int wb_dequant_unscaled(wb_kernel *k, int codes, int records)
+{
+    return dequant(k, "wb_dequant_unscaled", codes, records, 1);
 }
 
 int wb_acc(wb_kernel *k)
@@ -154,21 +165,42 @@ int wb_acc(wb_kernel *k)
     return o ? (o->result = k->nvalues++) : -1;
 }
 
-void wb_mma(wb_kernel *k, int acc, int weights, int acts)
+static void mma(wb_kernel *k, const char *call, int acc, int weights, int acts, int scales)
 {
-    if (!expect(k, "wb_mma", acc, WB_TOP_ACC) || !expect(k, "wb_mma", weights, WB_TOP_DEQUANT) ||
-        !expect(k, "wb_mma", acts, WB_TOP_LOAD_FRAG))
+    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, WB_TOP_DEQUANT) ||
+        !expect(k, call, acts, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return;
     if (def_of(k, acts)->operand != WB_OPERAND_A) {
-        set_error(k, "wb_mma", "B must be an activation fragment");
+        set_error(k, call, "B must be an activation fragment");
         return;
     }
-    wb_tile_op *o = append(k, WB_TOP_MMA, "wb_mma");
+    if (def_of(k, weights)->unscaled != (scales >= 0)) {
+        set_error(k, call, scales >= 0 ? "wb_mma_scaled takes unscaled weights (wb_dequant_unscaled)"
+                                       : "unscaled weights need their scale: use wb_mma_scaled");
+        return;
+    }
+    if (scales >= 0 && (def_of(k, scales)->operand != WB_OPERAND_SCALE || k->fmt.g % WB_SLICE_K)) {
+        set_error(k, call, "the scale of a whole k64 slice needs a SCALE fragment and g = 0 or a multiple of 64");
+        return;
+    }
+    wb_tile_op *o = append(k, scales >= 0 ? WB_TOP_MMA_SCALED : WB_TOP_MMA, call);
     if (o) {
         o->args[0] = acc;
         o->args[1] = weights;
         o->args[2] = acts;
+        o->args[3] = scales;
     }
+}
+
+void wb_mma(wb_kernel *k, int acc, int weights, int acts) { mma(k, "wb_mma", acc, weights, acts, -1); }
+
+void wb_mma_scaled(wb_kernel *k, int acc, int weights, int acts, int scales)
+{
+    if (scales < 0) {
+        set_error(k, "wb_mma_scaled", "needs a scale fragment");
+        return;
+    }
+    mma(k, "wb_mma_scaled", acc, weights, acts, scales);
 }
 
 void wb_kloop_end(wb_kernel *k)
@@ -233,6 +265,8 @@ const char *wb_tile_op_text(wb_kernel *k, const wb_tile_op *o)
         n += snprintf(buf + n, sizeof buf - (size_t)n, " (%s)", operand_names[o->operand]);
     if (o->op == WB_TOP_LOAD_TILE)
         snprintf(buf + n, sizeof buf - (size_t)n, " stages=%d", o->stages);
+    if (o->op == WB_TOP_DEQUANT && o->unscaled)
+        snprintf(buf + n, sizeof buf - (size_t)n, " (unscaled)");
     return wb_arena_strdup(k->arena, buf);
 }
 
@@ -241,6 +275,7 @@ void wb_kernel_print(wb_kernel *k, wb_buf *out)
     for (int i = 0; i < k->nops; i++) {
         const char *t = wb_tile_op_text(k, &k->ops[i]);
         wb_buf_printf(out, "%s%s\n", k->ops[i].op == WB_TOP_LOAD_FRAG || k->ops[i].op == WB_TOP_DEQUANT ||
-                                     k->ops[i].op == WB_TOP_MMA ? "    " : "", t ? t : "?");
+                                     k->ops[i].op == WB_TOP_MMA ||
+                                     k->ops[i].op == WB_TOP_MMA_SCALED ? "    " : "", t ? t : "?");
     }
 }

@@ -14,6 +14,9 @@ typedef enum wb_top {
     WB_TOP_COUNT
 } wb_top;
 
+/* k of one warp's slice: every fragment covers 16 channels x 64 k (lower/layout.h: WB_KW). */
+#define WB_SLICE_K 64
+
 /* The operands a tile can hold. */
 typedef enum wb_operand {
     WB_OPERAND_A,     /* activations, M x K */
@@ -24,9 +27,10 @@ typedef enum wb_operand {
 typedef struct wb_tile_op {
     wb_top op;
     int result;         /* value id, or -1 */
-    int args[3];        /* value ids */
+    int args[4];        /* value ids */
     wb_operand operand; /* LOAD_TILE, LOAD_FRAG */
     int stages;         /* LOAD_TILE */
+    int unscaled;       /* DEQUANT: leave the scale to MMA_SCALED */
 } wb_tile_op;
 
 typedef struct wb_kernel {
@@ -48,8 +52,11 @@ int wb_load_tile(wb_kernel *k, wb_operand operand, int stages);
 void wb_kloop(wb_kernel *k);
 int wb_load_frag(wb_kernel *k, int tile);
 int wb_dequant(wb_kernel *k, int codes, int scales);
+/* code - zero only; the scale is applied by wb_mma_scaled to the f32 product of the warp's slice */
+int wb_dequant_unscaled(wb_kernel *k, int codes, int records);
 int wb_acc(wb_kernel *k);
 void wb_mma(wb_kernel *k, int acc, int weights, int acts);
+void wb_mma_scaled(wb_kernel *k, int acc, int weights, int acts, int scales);
 void wb_kloop_end(wb_kernel *k);
 void wb_epilogue(wb_kernel *k, int acc);
 

@@ -29,11 +29,30 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     int mt_max = c->load == WB_LOAD_CP_ASYNC ? 8 : 4;
     if (!c->m_tiles)
         c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : mt_max;
-    int small = m <= 64;
+    int small = m <= 64, decode = m <= 16;
     int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
+    if (!c->stages)
+        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
+    int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+    if (!c->warps_n) {
+        /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM; above that,
+         * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
+         * docs/perf.md) */
+        c->warps_n = decode ? 2 : 4;
+        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
+                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
+            c->warps_n /= 2;
+    }
     if (!c->warps_k) {
-        /* decode: split each block's K among warps for more bytes in flight */
-        int want = m <= 16 ? 4 : small ? 2 : 1;
+        /* split each block's K among warps: a decode GEMM is bound by the latency of each warp's
+         * dequant-and-MMA chain, so it wants 24 or more warps per SM, but not more than stay resident
+         * at once (about 36 at ~56 registers a thread), which would add a second wave */
+        int want = small ? 2 : 1;
+        if (decode) {
+            int64_t warps = n / (16 * c->warps_n) * mblocks * c->warps_n, sms = t->sm_count_hint;
+            for (want = 4; want < 16 && warps * want < 24 * sms && warps * want * 2 <= 36 * sms; want *= 2)
+                ;
+        }
         c->warps_k = 1;
         for (int wk = want; wk > 1; wk /= 2)
             if (k % (WB_KW * wk) == 0) {
@@ -41,29 +60,18 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
                 break;
             }
     }
-    if (!c->stages)
-        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
-    if (!c->warps_n) {
-        /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM; above that,
-         * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
-         * docs/perf.md) */
-        int decode = m <= 16;
-        int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
-        c->warps_n = decode ? 2 : 4;
-        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
-                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
-            c->warps_n /= 2;
-    }
-    /* fit at least two blocks per SM: fewer stages first, then less split K */
+    /* fit at least two blocks per SM: fewer stages down to 3, then less split K, then 2 stages */
     wb_layout lay;
     for (;;) {
         wb_layout_get(f, c, &lay);
         if (2 * lay.smem <= t->smem_max)
             break;
-        if (!forced_stages && c->stages > 2)
+        if (!forced_stages && c->stages > 3)
             c->stages--;
         else if (!forced_wk && c->warps_k > 1)
             c->warps_k /= 2;
+        else if (!forced_stages && c->stages > 2)
+            c->stages--;
         else
             break;
     }

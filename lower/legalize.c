@@ -61,9 +61,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--load ldg uses one stage (got %d)", c->stages);
     if (!pow2_in(c->m_tiles, 1, 8))
         return wb_fail(WB_ERR_UNSUPPORTED, "m_tiles must be 1, 2, 4 or 8 (got %d)", c->m_tiles);
-    if (!pow2_in(c->warps_n, 1, 8) || !pow2_in(c->warps_k, 1, 8) || c->warps_n * c->warps_k > 16)
-        return wb_fail(WB_ERR_UNSUPPORTED, "warps_n and warps_k must be 1, 2, 4 or 8 with at most 16 warps "
-                                           "(got %d x %d)", c->warps_n, c->warps_k);
+    if (!pow2_in(c->warps_n, 1, 8) || !pow2_in(c->warps_k, 1, 16) || c->warps_n * c->warps_k > 16)
+        return wb_fail(WB_ERR_UNSUPPORTED, "warps_n must be 1, 2, 4 or 8 and warps_k 1, 2, 4, 8 or 16, with at "
+                                           "most 16 warps (got %d x %d)", c->warps_n, c->warps_k);
     wb_layout lay;
     wb_layout_get(f, c, &lay);
     if (lay.smem > t->smem_max)

@@ -3,6 +3,9 @@
  * Three rules, chosen by the element type alone (annotated in the PTX):
  *  - integer codes: the planes of each register pair are gathered with lop3 straight into the
  *    mantissa of a magic number (1024 in f16, 128 in bf16); one fma subtracts magic + zero, exactly.
+ *    A code of one plane (1, 2 or 4 bits) may sit `lift` bits up inside the mantissa, where a shift
+ *    of its word already put it (or where it already is): then that fma multiplies by 2^-lift too,
+ *    and a word needs one shift per 10 (f16) or 7 (bf16) bits instead of one per field.
  *    bf16 has only 7 mantissa bits, so 8-bit codes are gathered as two nibbles and joined by an fma.
  *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
  *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
@@ -10,9 +13,11 @@
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
- *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale).
+ *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
+ *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
+ *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
  * Every step is exact except the final scaling, which rounds once to the compute type (and a table
- * value, rounded once to it). */
+ * value, rounded once to it); unscaled values are exact (a table value: rounded once to T). */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,8 +31,10 @@ typedef struct dq {
     int bf;
     uint32_t magic;
     int nconst;          /* packed f16x2/bf16x2 operands must be registers: one mov per constant */
-    uint32_t const_bits[16];
-    wb_reg const_reg[16];
+    uint32_t const_bits[32];
+    wb_reg const_reg[32];
+    int nshift;          /* shifted words, shared between fields */
+    struct { int word, shift; wb_reg r; } shifted[32];
 } dq;
 
 static wb_opnd konst(dq *d, uint32_t bits)
@@ -37,7 +44,7 @@ static wb_opnd konst(dq *d, uint32_t bits)
             return wb_r(d->const_reg[i]);
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
     wb_emit(d->f, WB_OP_MOV, "b32", 2, wb_r(r), wb_hex(bits));
-    if (d->nconst < 16) {
+    if (d->nconst < 32) {
         d->const_bits[d->nconst] = bits;
         d->const_reg[d->nconst++] = r;
     }
@@ -96,10 +103,64 @@ static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, 
     return (wb_reg){(int)acc.v};
 }
 
+/* words[word] >> shift, once per (word, shift) */
+static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
+{
+    if (!shift)
+        return words[word];
+    for (int i = 0; i < d->nshift; i++)
+        if (d->shifted[i].word == word && d->shifted[i].shift == shift)
+            return d->shifted[i].r;
+    wb_reg r = emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift));
+    if (d->nshift < 32) {
+        d->shifted[d->nshift].word = word;
+        d->shifted[d->nshift].shift = shift;
+        d->shifted[d->nshift++].r = r;
+    }
+    return r;
+}
+
+/* A one-plane integer code left `lift` bits up in the magic's mantissa: the shift already made for
+ * its word that keeps it inside the mantissa, else none if it fits, else a new shift to bit 0. */
+static wb_reg int_lifted(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg, wb_reg nz)
+{
+    const wb_plane *pl = &cs->plane[0];
+    int word, bit, room = (d->bf ? 7 : 10) - pl->width;
+    wb_plane_field(pl, step, reg, &word, &bit);
+    int shift = bit;
+    for (int i = 0; i < d->nshift; i++)
+        if (d->shifted[i].word == word && bit >= d->shifted[i].shift && bit - d->shifted[i].shift <= room) {
+            shift = d->shifted[i].shift;
+            break;
+        }
+    if (bit <= room && shift == bit)
+        shift = 0;
+    int lift = bit - shift;
+    wb_reg x = shifted(d, words, word, shift);
+    wb_reg g = lop3(d, wb_r(x), wb_hex(mask_at(pl->width, lift)), wb_hex(pair(d->magic)), 0xEA);
+    /* g = magic + u * 2^lift: g * 2^-lift - (magic * 2^-lift + zero) = u - zero, exactly */
+    double inv = 1.0 / (double)(1 << lift), magic = d->bf ? 128.0 : 1024.0;
+    uint32_t scale_bits = d->bf ? wb_bf16_from_double(inv) : wb_f16_from_double(inv);
+    wb_opnd c;
+    if (d->fmt->zp == WB_ZP_INT) /* the record holds -(magic + zero): add magic - magic * 2^-lift */
+        c = lift ? wb_r(fma2(d, nz, konst(d, pair(d->bf ? 0x3F80 : 0x3C00)),
+                             konst(d, pair(d->bf ? wb_bf16_from_double(magic - magic * inv)
+                                                 : wb_f16_from_double(magic - magic * inv)))))
+                 : wb_r(nz);
+    else {
+        int zconst = d->fmt->w.kind == WB_KIND_INT ? 1 << (pl->width - 1) : 0;
+        double v = -(magic * inv + zconst);
+        c = konst(d, pair(d->bf ? wb_bf16_from_double(v) : wb_f16_from_double(v)));
+    }
+    return fma2(d, g, konst(d, pair(scale_bits)), c);
+}
+
 /* Integer codes -> (u - zero) in T, exactly. */
 static wb_reg int_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg, wb_reg nz)
 {
     wb_opnd magic = wb_hex(pair(d->magic));
+    if (cs->nplanes == 1)
+        return int_lifted(d, words, cs, step, reg, nz);
     if (!(d->bf && cs->bits == 8))
         return fma2(d, gather(d, words, cs, 0, cs->nplanes, 0, step, reg, magic), konst(d, pair(d->bf ? 0x3F80 : 0x3C00)),
                     wb_r(nz));
@@ -173,7 +234,7 @@ static wb_reg table_value(dq *d, const wb_reg *words, const wb_codes *cs, int st
     return prmt3(d, wb_r(q01), wb_r(q23), s3);
 }
 
-void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, const wb_reg *words,
+void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16])
 {
     dq d = {.f = f, .fmt = fmt, .ty = fmt->a.kind == WB_KIND_BF16 ? "bf16x2" : "f16x2",
@@ -182,25 +243,28 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, co
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
     int is_float = fmt->w.kind == WB_KIND_FLOAT, is_table = fmt->w.kind == WB_KIND_TABLE;
-    char note[200];
+    const char *scaling = scaled ? "one fma by the group scale" : "unscaled (the f32 product is scaled)";
+    char note[240];
     if (is_table)
         snprintf(note, sizeof note, "dequant rule: 16-entry table (%s) in 8 registers, three levels of prmt "
-                 "pick each code's value, one fma by the group scale", fmt->w.ebits ? "lut4" : "nf4");
+                 "pick each code's value; %s", fmt->w.ebits ? "lut4" : "nf4", scaling);
     else if (is_float)
         snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (shl, lop3 select), "
-                 "one fma by 2^(bias difference), one fma by the group scale", fmt->w.ebits, fmt->w.mbits,
-                 d.bf ? "bf16" : "f16");
+                 "one fma by 2^(bias difference); %s", fmt->w.ebits, fmt->w.mbits, d.bf ? "bf16" : "f16", scaling);
     else
         snprintf(note, sizeof note, "dequant rule: %d-bit integer codes in %d plane(s) gathered by lop3 into %s "
-                 "magic 0x%04X, fma subtracts magic+zero, fma by the group scale", cs.bits, cs.nplanes,
-                 d.bf ? "bf16" : "f16", d.magic);
+                 "magic 0x%04X%s, fma subtracts magic+zero; %s", cs.bits, cs.nplanes, d.bf ? "bf16" : "f16",
+                 d.magic, cs.nplanes == 1 ? " (lifted: one shift per word, fma by 2^-lift)" : "", scaling);
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
-    int zconst = fmt->w.kind == WB_KIND_INT ? 1 << (fmt->w.bits - 1) : 0;
-    /* -(magic + bias of signed codes); with zp=int the record holds -(magic + zero) instead */
-    uint32_t negz = 0x8000 | (d.magic + (fmt->zp != WB_ZP_INT ? (uint32_t)zconst : 0));
-    if (d.bf && cs.bits == 8) /* the split path subtracts the magic itself: only -(bias of signed codes) */
-        negz = zconst ? 0xC300 /* -128 */ : 0x8000;
-    wb_reg nzc = {(int)konst(&d, pair(negz)).v};
+    wb_reg nzc = {-1};
+    if (!is_float && !is_table && cs.nplanes > 1 && fmt->zp != WB_ZP_INT) {
+        int zconst = fmt->w.kind == WB_KIND_INT ? 1 << (fmt->w.bits - 1) : 0;
+        /* -(magic + bias of signed codes), as bits: the magic's ulp is 1 */
+        uint32_t negz = 0x8000 | (d.magic + (uint32_t)zconst);
+        if (d.bf && cs.bits == 8) /* the split path subtracts the magic itself: only -(bias of signed codes) */
+            negz = zconst ? 0xC300 /* -128 */ : 0x8000;
+        nzc = (wb_reg){(int)konst(&d, pair(negz)).v};
+    }
     for (int step = 0; step < 4; step++) {
         int gi = groups_per_chunk > 1 ? step * 16 / fmt->g : 0;
         for (int reg = 0; reg < 4; reg++) {
@@ -209,6 +273,10 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, co
             wb_reg v = is_table ? table_value(&d, words, &cs, step, reg)
                        : is_float ? float_value(&d, words, &cs, step, reg)
                                   : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
+            if (!scaled) {
+                out[step * 4 + reg] = v;
+                continue;
+            }
             wb_opnd add = fmt->zp == WB_ZP_FP ? wb_r(rec[2 + row]) : konst(&d, 0x80008000u);
             out[step * 4 + reg] = fma2(&d, v, wb_r(rec[row]), add);
         }

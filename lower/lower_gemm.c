@@ -44,6 +44,7 @@ typedef struct lw {
     const char *loop_head;             /* label of the K loop */
     plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
     wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
+    int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
 } lw;
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -396,7 +397,8 @@ static void lower_frag_w(lw *L, int value)
     }
 }
 
-/* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int. */
+/* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int.
+ * For mma_scaled (one group per slice): the two scales as f32 instead of pairs. */
 static void lower_frag_scale(lw *L, int value)
 {
     int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp != WB_ZP_NONE;
@@ -406,8 +408,26 @@ static void lower_frag_scale(lw *L, int value)
     wb_reg base = add(L, L->sfrag, L->ro);
     for (int gi = 0; gi < gpc; gi++) {
         for (int z = 0; z <= zp; z++) {
+            wb_reg addr = addi(L, base, gi * L->lay.rec_bytes + z * 32);
+            if (!z && L->scale_f32) {
+                for (int h = 0; h < 2; h++) {
+                    wb_reg f = wb_new_reg(L->f, WB_RC_F32);
+                    if (L->fmt->a.kind == WB_KIND_BF16) { /* bf16 -> f32: the 16 bits on top */
+                        wb_reg word = wb_new_reg(L->f, WB_RC_B32);
+                        wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(word), wb_r(addr));
+                        word = h ? andi(L, word, 0xFFFF0000) : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
+                        wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(f), wb_r(word));
+                    } else {
+                        wb_reg half = wb_new_reg(L->f, WB_RC_B16);
+                        wb_emit(L->f, WB_OP_LD_SHARED, "b16", 2, wb_r(half), wb_r(addi(L, addr, 2 * h)));
+                        wb_emit(L->f, WB_OP_CVT, "f32.f16", 2, wb_r(f), wb_r(half));
+                    }
+                    r[gi * 4 + h] = f;
+                }
+                continue;
+            }
             wb_reg rec = wb_new_reg(L->f, WB_RC_B32);
-            wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(rec), wb_r(addi(L, base, gi * L->lay.rec_bytes + z * 32)));
+            wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(rec), wb_r(addr));
             r[gi * 4 + z * 2 + 0] = prmt(L, rec, 0x1010);
             r[gi * 4 + z * 2 + 1] = prmt(L, rec, 0x3232);
         }
@@ -433,11 +453,12 @@ static void lower_frag_a(lw *L, int value)
     }
 }
 
-static void lower_dequant(lw *L, int value, int codes, int scales)
+static void lower_dequant(lw *L, const wb_tile_op *o)
 {
-    wb_reg *out = value_regs(L, value, 16);
-    if (out && L->vals[codes] && L->vals[scales])
-        wb_lower_dequant(L->f, L->fmt, L->lay.groups_per_chunk, L->vals[codes], L->vals[scales], out);
+    wb_reg *out = value_regs(L, o->result, 16);
+    if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
+        wb_lower_dequant(L->f, L->fmt, L->lay.groups_per_chunk, !o->unscaled, L->vals[o->args[0]],
+                         L->vals[o->args[1]], out);
 }
 
 static void lower_acc(lw *L, int value)
@@ -449,28 +470,55 @@ static void lower_acc(lw *L, int value)
         c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
+/* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
+static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
+{
+    int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
+    for (int step = 0; step < 4; step++) {
+        const wb_reg *w = &a[step * 4];
+        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+            wb_reg *d = &c[mt * 4];
+            const wb_reg *x = &b[(mt * 4 + step) * 2];
+            for (int half = 0; half < 2 - k16; half++) {
+                wb_reg in[4] = {d[0], d[1], d[2], d[3]};
+                if (zero.id >= 0 && step == 0 && half == 0)
+                    in[0] = in[1] = in[2] = in[3] = zero;
+                if (k16)
+                    wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                            wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(in[0]),
+                            wb_r(in[1]), wb_r(in[2]), wb_r(in[3]));
+                else
+                    wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                            wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(in[0]), wb_r(in[1]),
+                            wb_r(in[2]), wb_r(in[3]));
+            }
+        }
+    }
+}
+
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (!c || !a || !b)
+    if (c && a && b)
+        mma_steps(L, c, a, b, (wb_reg){-1});
+}
+
+/* The slice's product into a fresh f32 tile, then acc += scale * product, one fma per element:
+ * elements 0 and 1 of each m-tile are channel gid, 2 and 3 channel gid + 8. */
+static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
+{
+    wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
+    int nacc = L->cfg->m_tiles * 4;
+    wb_reg *p = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *p);
+    if (!c || !a || !b || !s || !p) {
+        L->f->oom |= !p;
         return;
-    int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
-    for (int step = 0; step < 4; step++) {
-        wb_reg *w = &a[step * 4];
-        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
-            wb_reg *d = &c[mt * 4], *x = &b[(mt * 4 + step) * 2];
-            if (k16) {
-                wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(w[0]),
-                        wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]),
-                        wb_r(d[2]), wb_r(d[3]));
-                continue;
-            }
-            for (int half = 0; half < 2; half++)
-                wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
-                        wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(d[0]), wb_r(d[1]),
-                        wb_r(d[2]), wb_r(d[3]));
-        }
     }
+    for (int i = 0; i < nacc; i++)
+        p[i] = wb_new_reg(L->f, WB_RC_F32);
+    mma_steps(L, p, a, b, mov(L, "f32", WB_RC_F32, wb_f32(0.0f)));
+    for (int i = 0; i < nacc; i++)
+        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(p[i]), wb_r(s[(i & 3) >> 1]), wb_r(c[i]));
 }
 
 /* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */
@@ -554,6 +602,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
         return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");
+    for (int i = 0; i < k->nops; i++)
+        L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
     lower_setup(&L);
     for (int i = 0; i < k->nops; i++) {
         const wb_tile_op *o = &k->ops[i];
@@ -571,9 +621,10 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             else
                 lower_frag_a(&L, o->result);
             break;
-        case WB_TOP_DEQUANT: lower_dequant(&L, o->result, o->args[0], o->args[1]); break;
+        case WB_TOP_DEQUANT: lower_dequant(&L, o); break;
         case WB_TOP_ACC: lower_acc(&L, o->result); break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
+        case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
         case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
         case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
         case WB_TOP_COUNT: break;

@@ -90,7 +90,7 @@ if expect 0 "ptx --hash" "" -- $W ptx w4a16 --arch sm_90a --m 1 --n 4096 --k 409
     $W ptx w4a16 --arch sm_90a --plain >"$tmp/ptx" 2>/dev/null
     [ "$(sha256sum <"$tmp/ptx" | cut -d' ' -f1)" = "${h1%% *}" ] || fail "ptx --hash is not the sha256 of ptx --plain"
     $W ptx w4a16 --arch sm_90a >"$tmp/annotated" 2>/dev/null
-    grep -q '^    // ir: %7 = dequant %4 %5$' "$tmp/annotated" || fail "ptx is not annotated by default"
+    grep -q '^    // ir: %7 = dequant %4 %5 (unscaled)$' "$tmp/annotated" || fail "ptx is not annotated by default"
     grep -q '// ir:' "$tmp/ptx" && fail "ptx --plain carries annotations"
     expect 2 "ptx --annotate --plain" "exclude each other" -- $W ptx w4a16 --arch sm_90a --annotate --plain
 fi

@@ -1,6 +1,7 @@
 /* The dequant rules, checked exactly on the CPU: the instruction IR that wb_lower_dequant emits is
  * run by a small interpreter on packed codes and scale records from wb_pack_weights, for every lane
- * of a 16 x 64 tile, and each result must equal the 16-bit rounding of (val_w - zero) * scale. */
+ * of a 16 x 64 tile, and each result must equal the 16-bit rounding of (val_w - zero) * scale, or, in
+ * the unscaled mode (the scale goes to the f32 product), val_w - zero exactly. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +72,7 @@ static void run(const wb_func *f, uint32_t *regs)
     }
 }
 
-static void check_format(const char *spec, uint64_t *st)
+static void check_mode(const char *spec, uint64_t *st, int scaled)
 {
     wb_format f;
     ck_assert_msg(wb_format_parse(spec, &f) == WB_OK, "%s: %s", spec, wb_last_error());
@@ -111,7 +112,12 @@ static void check_format(const char *spec, uint64_t *st)
         words[i] = wb_new_reg(&fn, WB_RC_B32);
     for (int i = 0; i < gpc * 4; i++)
         recs[i] = wb_new_reg(&fn, WB_RC_B32);
-    wb_lower_dequant(&fn, &f, gpc, words, recs, out);
+    if (!scaled && (f.zp == WB_ZP_FP || gpc != 1)) { /* the unscaled mode needs one scale per slice */
+        wb_arena_destroy(arena);
+        wb_packed_free(&p);
+        return;
+    }
+    wb_lower_dequant(&fn, &f, gpc, scaled, words, recs, out);
     ck_assert(!fn.oom);
     uint32_t *regs = calloc((size_t)fn.nregs, sizeof *regs);
     const uint32_t *pw = p.w;
@@ -147,7 +153,9 @@ static void check_format(const char *spec, uint64_t *st)
                         v = half_to_double(bf, double_to_half(bf, v));
                     if (f.zp == WB_ZP_INT)
                         v -= zero[idx];
-                    if (f.zp == WB_ZP_FP) {
+                    if (!scaled) {
+                        want = v; /* exact: a 16-bit value (a table value rounded once) minus an integer */
+                    } else if (f.zp == WB_ZP_FP) {
                         uint32_t zc;
                         memcpy(&zc, zf + idx * sb, 4);
                         double c = half_to_double(bf, double_to_half(bf, -wb_type_decode(f.ws, zc & ((1ull << (8 * sb)) - 1)) * s_exact));
@@ -164,6 +172,12 @@ static void check_format(const char *spec, uint64_t *st)
     free(regs);
     wb_arena_destroy(arena);
     wb_packed_free(&p);
+}
+
+static void check_format(const char *spec, uint64_t *st)
+{
+    check_mode(spec, st, 1);
+    check_mode(spec, st, 0);
 }
 
 START_TEST(every_integer_width)

@@ -58,6 +58,58 @@ START_TEST(builder_checks_operand_kinds)
 }
 END_TEST
 
+START_TEST(scale_goes_to_the_product_when_it_pays)
+{
+    /* one scale per k64 slice and few m-tiles: unscaled dequant + mma_scaled; else the weights are scaled */
+    struct { const char *spec; int64_t m; int scaled_product; } cases[] = {
+        {"w4a16", 1, 1}, {"w4a16,g=0", 16, 1}, {"w4a16-zp", 1, 1}, {"w4a16,g=32", 1, 0},
+        {"a=f16,w=uint4,zp=fp,g=128", 1, 0}, {"w4a16", 4096, 0}, {"mxfp4", 1, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f = fmt(cases[i].spec);
+        wb_config c = full_config(&f, WB_ARCH_SM90A, cases[i].m);
+        wb_kernel *k = wb_build_gemm(&f, &c);
+        ck_assert_int_eq(wb_kernel_validate(k), WB_OK);
+        wb_buf b = {0};
+        wb_kernel_print(k, &b);
+        ck_assert_msg((strstr(b.data, "mma_scaled") != NULL) == cases[i].scaled_product &&
+                      (strstr(b.data, "(unscaled)") != NULL) == cases[i].scaled_product, "%s m=%lld:\n%s",
+                      cases[i].spec, (long long)cases[i].m, b.data);
+        wb_buf_free(&b);
+        wb_kernel_destroy(k);
+    }
+    /* the builder refuses the mismatched pairs */
+    wb_format f = fmt("w4a16");
+    wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
+    wb_kernel *k = wb_kernel_create(&f, &c);
+    int a = wb_load_tile(k, WB_OPERAND_A, 2), w = wb_load_tile(k, WB_OPERAND_W, 2);
+    int s = wb_load_tile(k, WB_OPERAND_SCALE, 2), acc = wb_acc(k);
+    wb_kloop(k);
+    int wf = wb_load_frag(k, w), sf = wb_load_frag(k, s), af = wb_load_frag(k, a);
+    wb_mma(k, acc, wb_dequant_unscaled(k, wf, sf), af);
+    ck_assert_str_eq(k->error, "wb_mma: unscaled weights need their scale: use wb_mma_scaled");
+    wb_kernel_destroy(k);
+    f = fmt("w4a16,g=32");
+    k = wb_kernel_create(&f, &c);
+    a = wb_load_tile(k, WB_OPERAND_A, 2), w = wb_load_tile(k, WB_OPERAND_W, 2);
+    s = wb_load_tile(k, WB_OPERAND_SCALE, 2), acc = wb_acc(k);
+    wb_kloop(k);
+    wf = wb_load_frag(k, w), sf = wb_load_frag(k, s), af = wb_load_frag(k, a);
+    wb_mma_scaled(k, acc, wb_dequant_unscaled(k, wf, sf), af, sf);
+    ck_assert_str_eq(k->error, "wb_mma_scaled: the scale of a whole k64 slice needs a SCALE fragment and g = 0 or a "
+                               "multiple of 64");
+    wb_kernel_destroy(k);
+    f = fmt("a=f16,w=uint4,zp=fp,g=128");
+    k = wb_kernel_create(&f, &c);
+    w = wb_load_tile(k, WB_OPERAND_W, 2), s = wb_load_tile(k, WB_OPERAND_SCALE, 2);
+    wb_kloop(k);
+    wf = wb_load_frag(k, w), sf = wb_load_frag(k, s);
+    ck_assert_int_eq(wb_dequant_unscaled(k, wf, sf), -1);
+    ck_assert_str_eq(k->error, "wb_dequant_unscaled: a float zero point (zp=fp) is added after scaling: dequant "
+                               "with the scales");
+    wb_kernel_destroy(k);
+}
+END_TEST
+
 START_TEST(standard_gemm_validates_and_prints)
 {
     wb_format f = fmt("w4a16-zp");
@@ -172,7 +224,16 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "K a multiple of 256"));
     char buf[128];
     wb_config_print(&c, buf, sizeof buf);
-    ck_assert_str_eq(buf, "mt=1,wn=1,wk=4,stages=4,load=cp.async,mma=mma.sync");
+    ck_assert_str_eq(buf, "mt=1,wn=1,wk=16,stages=4,load=cp.async,mma=mma.sync");
+    /* decode: K split among warps until about 24..36 warps per SM of the H200 (132 SMs) */
+    struct { int64_t n, k; int wn, wk; } dec[] = {{8192, 8192, 1, 8}, {28672, 4096, 2, 4}, {4096, 14336, 1, 16},
+                                                   {6144, 4096, 1, 8}, {4096, 64 * 4 * 3, 1, 4}};
+    for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
+        wb_config d = {0};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 1, dec[i].n, dec[i].k, &d), WB_OK);
+        ck_assert_msg(d.warps_n == dec[i].wn && d.warps_k == dec[i].wk, "%lld x %lld: wn=%d wk=%d",
+                      (long long)dec[i].n, (long long)dec[i].k, d.warps_n, d.warps_k);
+    }
 }
 END_TEST
 
@@ -205,6 +266,7 @@ int main(void)
     tcase_add_test(t, builder_errors_are_sticky);
     tcase_add_test(t, builder_checks_operand_kinds);
     tcase_add_test(t, standard_gemm_validates_and_prints);
+    tcase_add_test(t, scale_goes_to_the_product_when_it_pays);
     tcase_add_test(t, legalizer_refuses_with_reasons);
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);

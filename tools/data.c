@@ -109,19 +109,10 @@ double cli_get_value(wb_type t, const void *base, size_t i)
 }
 
 /* A random code of a 1-byte type whose value is finite. */
-static uint8_t random_code(wb_type t, cli_rng *r)
-{
-    unsigned mask = t.bits >= 8 ? 0xffu : (1u << t.bits) - 1;
-    for (;;) {
-        uint8_t c = (uint8_t)(cli_rng_next(r) & mask);
-        if (isfinite(wb_type_decode(t, c)))
-            return c;
-    }
-}
-
-/* Random elements: 1-byte types get uniform finite codes (from a table of the finite ones, built once
- * per call: weight tensors have tens of millions of codes); wider types uniform values in [lo, hi]. */
-static void fill_random(wb_type t, void *base, int64_t count, double lo, double hi, cli_rng *r)
+/* Random elements: 1-byte types get uniform codes among those with a finite value (a table of them,
+ * built once per call: weight tensors have tens of millions of codes; `w`, when given, values weight
+ * codes through the format, which holds a user table); wider types uniform values in [lo, hi]. */
+static void fill_random(wb_type t, const wb_format *w, void *base, int64_t count, double lo, double hi, cli_rng *r)
 {
     if (wb_type_file_bytes(t) != 1) {
         for (int64_t i = 0; i < count; i++)
@@ -131,10 +122,10 @@ static void fill_random(wb_type t, void *base, int64_t count, double lo, double 
     uint8_t finite[256];
     unsigned nfinite = 0, ncodes = t.bits >= 8 ? 256u : 1u << t.bits;
     for (unsigned c = 0; c < ncodes; c++)
-        if (isfinite(wb_type_decode(t, c)))
+        if (isfinite(w ? wb_format_weight_value(w, c) : wb_type_decode(t, c)))
             finite[nfinite++] = (uint8_t)c;
-    for (int64_t i = 0; i < count; i++)
-        ((uint8_t *)base)[i] = nfinite ? finite[cli_rng_next(r) % nfinite] : random_code(t, r);
+    for (int64_t i = 0; i < count; i++) /* every type has finite codes (zero among them) */
+        ((uint8_t *)base)[i] = nfinite ? finite[cli_rng_next(r) % nfinite] : 0;
 }
 
 /* Scales: 0.5..1.5 times 1/8, one in ten negative. */
@@ -176,7 +167,7 @@ int cli_host_alloc(cli_host *h, const wb_format *f, int64_t m, int64_t n, int64_
 
 void cli_host_random_acts(cli_host *h, cli_rng *r)
 {
-    fill_random(h->f.a, h->buf[F_A], h->lay.count[F_A], -1, 1, r);
+    fill_random(h->f.a, NULL, h->buf[F_A], h->lay.count[F_A], -1, 1, r);
     if (h->buf[F_ASCALE])
         for (int64_t i = 0; i < h->lay.count[F_ASCALE]; i++)
             cli_put_value(h->f.as, h->buf[F_ASCALE], (size_t)i, cli_rng_uniform(r, 0.5, 1.5) / 16);
@@ -187,24 +178,24 @@ void cli_host_random_acts(cli_host *h, cli_rng *r)
 void cli_host_random_weights(cli_host *h, cli_rng *r)
 {
     const wb_format *f = &h->f;
-    fill_random(f->w, h->buf[F_W], h->lay.count[F_W], -1, 1, r);
+    fill_random(f->w, f, h->buf[F_W], h->lay.count[F_W], -1, 1, r);
     fill_scales(f->ws, h->buf[F_WSCALE], h->lay.count[F_WSCALE], r);
     if (f->zp == WB_ZP_INT) {
-        fill_random(f->w, h->buf[F_WZERO], h->lay.count[F_WZERO], 0, 0, r);
+        fill_random(f->w, NULL, h->buf[F_WZERO], h->lay.count[F_WZERO], 0, 0, r);
     } else if (f->zp == WB_ZP_FP) {
         /* A zero inside the value range of the weight codes. */
         double lo = 0, hi = 0;
         for (uint32_t c = 0; c < (1u << (f->w.bits < 8 ? f->w.bits : 8)); c++) {
-            double v = wb_type_decode(f->w, c);
+            double v = wb_format_weight_value(f, c);
             if (isfinite(v))
                 lo = fmin(lo, v), hi = fmax(hi, v);
         }
-        fill_random(f->ws, h->buf[F_WZERO], h->lay.count[F_WZERO], lo / 2, hi / 2, r);
+        fill_random(f->ws, NULL, h->buf[F_WZERO], h->lay.count[F_WZERO], lo / 2, hi / 2, r);
     }
     if (h->buf[F_WGLOBAL])
         *(float *)h->buf[F_WGLOBAL] = (float)cli_rng_uniform(r, 0.5, 2);
     if (h->buf[F_BIAS])
-        fill_random(f->out, h->buf[F_BIAS], h->lay.count[F_BIAS], -1, 1, r);
+        fill_random(f->out, NULL, h->buf[F_BIAS], h->lay.count[F_BIAS], -1, 1, r);
 }
 
 void cli_host_free(cli_host *h)
