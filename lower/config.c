@@ -16,6 +16,18 @@ const char *wb_mma_name(int mma)
     return mma >= 0 && mma < 4 ? n[mma] : "?";
 }
 
+/* Blocks of a config that one SM holds at once: by shared memory, by threads, and by registers at
+ * an estimated 64 a thread (the decode kernels take 50 to 80). */
+static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_config *c)
+{
+    wb_layout lay;
+    wb_layout_get(f, c, &lay);
+    int64_t by_smem = lay.smem ? t->smem_max / lay.smem : 32, by_threads = 2048 / lay.threads;
+    int64_t by_regs = 65536 / (64 * lay.threads);
+    int64_t b = by_smem < by_threads ? by_smem : by_threads;
+    return b < by_regs ? b : by_regs;
+}
+
 wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     const wb_target *t = wb_target_get(arch);
@@ -45,13 +57,17 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     }
     if (!c->warps_k) {
         /* split each block's K among warps: a decode GEMM is bound by the latency of each warp's
-         * dequant-and-MMA chain, so it wants 24 or more warps per SM, but not more than stay resident
-         * at once (about 36 at ~56 registers a thread), which would add a second wave */
+         * dequant-and-MMA chain, so it wants 24 or more warps per SM, from blocks that all stay
+         * resident at once (a second wave costs more than the warps gain) */
         int want = small ? 2 : 1;
         if (decode) {
-            int64_t warps = n / (16 * c->warps_n) * mblocks * c->warps_n, sms = t->sm_count_hint;
-            for (want = 4; want < 16 && warps * want < 24 * sms && warps * want * 2 <= 36 * sms; want *= 2)
-                ;
+            int64_t blocks = n / (16 * c->warps_n) * mblocks, sms = t->sm_count_hint;
+            for (want = 4; want < 16 && blocks * c->warps_n * want < 24 * sms; want *= 2) {
+                wb_config wider = *c;
+                wider.warps_k = want * 2;
+                if (k % (WB_KW * wider.warps_k) || blocks > resident_blocks(t, f, &wider) * sms)
+                    break;
+            }
         }
         c->warps_k = 1;
         for (int wk = want; wk > 1; wk /= 2)

@@ -234,6 +234,14 @@ START_TEST(config_choice_and_shape_rules)
         ck_assert_msg(d.warps_n == dec[i].wn && d.warps_k == dec[i].wk, "%lld x %lld: wn=%d wk=%d",
                       (long long)dec[i].n, (long long)dec[i].k, d.warps_n, d.warps_k);
     }
+    /* ... but never so many that the blocks stop fitting on the SMs at once (a second wave): 512
+     * blocks of 8 warps at M = 16 would need 83 KB each, two per SM; int8 at M = 1 likewise */
+    wb_config d16 = {0}, d8 = {0};
+    wb_format i8 = fmt("a=f16,w=int8,g=128");
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
+    ck_assert_int_eq(d16.warps_k, 4);
+    ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
+    ck_assert_int_eq(d8.warps_k, 4);
 }
 END_TEST
 
