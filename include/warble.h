@@ -166,6 +166,15 @@ WB_API const char *wb_arch_name(wb_arch a);
 /* The architecture of a device of compute capability major.minor (sm_90 -> sm_90a, ...). */
 WB_API wb_status wb_arch_from_cc(int major, int minor, wb_arch *out);
 
+/* Instruction families (tensor-core MMA forms, copies, conversions) and their status per target, as
+ * verified with ptxas: native, assembled but emulated by ptxas (never emitted unless forced), absent.
+ * Families are numbered 0 .. wb_isa_count() - 1; `warble targets` prints the table. */
+typedef enum wb_isa_status { WB_ISA_ABSENT = 0, WB_ISA_NATIVE = 1, WB_ISA_EMULATED = 2 } wb_isa_status;
+WB_API int wb_isa_count(void);
+WB_API const char *wb_isa_name(int family); /* "mma.sync m16n8k32 e4m3/e5m2" */
+WB_API const char *wb_isa_what(int family); /* one line on what it computes */
+WB_API wb_isa_status wb_isa_get(wb_arch arch, int family);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* Instruction choices and tile sizes. Zero fields mean "let warble choose". */

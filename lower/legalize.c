@@ -1,17 +1,39 @@
 /* The legalizer: every refusal names what is missing and where. Runs before any lowering. */
+#include <stdio.h>
 #include <string.h>
 
+#include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 
 static int is16(wb_type t) { return t.kind == WB_KIND_F16 || t.kind == WB_KIND_BF16; }
 
+/* Quantized activations are not built yet; the refusal says which instruction this target would use
+ * for them (the first native family, in order of preference) and which form it only emulates. */
+static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
+{
+    static const int fp8[] = {WB_ISA_TC05_F8F6F4, WB_ISA_WGMMA_FP8, WB_ISA_MMA_FP8, -1};
+    static const int s8[] = {WB_ISA_TC05_I8, WB_ISA_WGMMA_S8, WB_ISA_MMA_S8, WB_ISA_MMA_S8_K16, -1};
+    static const int fp4[] = {WB_ISA_TC05_MXF4NVF4, WB_ISA_MMA_MXF4NVF4, WB_ISA_WGMMA_FP8, WB_ISA_MMA_FP8, -1};
+    static const int s4[] = {WB_ISA_MMA_S4, WB_ISA_MMA_S4_K32, WB_ISA_TC05_F8F6F4, WB_ISA_WGMMA_S8, WB_ISA_MMA_S8, -1};
+    const int *list = f->a.kind == WB_KIND_FLOAT ? (f->a.bits == 4 ? fp4 : fp8) : f->a.bits == 4 ? s4 : s8;
+    int emulated, native = wb_isa_pick(t->arch, list, &emulated);
+    char tn[8], why[200] = "";
+    if (native >= 0)
+        snprintf(why, sizeof why, "; its native instruction on %s is %s", t->name, wb_isa_name(native));
+    else
+        snprintf(why, sizeof why, "; %s has no tensor instruction for it (it would be widened to f16)", t->name);
+    if (emulated >= 0)
+        snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
+    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations only)%s",
+                   wb_type_name(f->a, tn), why);
+}
+
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
 {
     char tn[8];
     if (!is16(f->a))
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build (f16 and bf16 activations only)",
-                       wb_type_name(f->a, tn));
+        return refuse_quantized_acts(f, t);
     if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT &&
         f->w.kind != WB_KIND_TABLE)
         return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build yet (intB, uintB, eXmY, nf4 and "

@@ -51,6 +51,15 @@ expect 2 "unknown option" "unknown option" -- $W formats --frob
 expect 2 "option of another command" "unknown option" -- $W format w4a16 --json
 expect 2 "missing value" "needs a value" -- $W ptx w4a16 --arch
 
+# ---- targets: the instruction table
+expect 0 "targets" "" -- $W targets
+grep -q '^mma.sync m16n8k32 e4m3/e5m2  *-  *-  *-  *yes  *emul  *emul  *emul  *yes$' "$tmp/out" ||
+    fail "targets: the fp8 mma.sync row is not native on sm_89/sm_120a and emulated on sm_90a..sm_103a"
+grep -q '^tcgen05.mma kind::i8 .* yes  *-  *-$' "$tmp/out" || fail "targets: kind::i8 must be sm_100a only"
+expect 2 "targets with an argument" "unexpected argument" -- $W targets sm_90a
+expect 2 "fp8 on sm_90a names its native instruction" "wgmma e4m3/e5m2 (mma.sync m16n8k32 e4m3/e5m2 is only emulated there)" \
+    -- $W ptx fp8 --arch sm_90a
+
 # ---- formats
 expect 0 "formats" "" -- $W formats
 grep -q '^w4a16 ' "$tmp/out" || fail "formats does not list w4a16"

@@ -1,7 +1,10 @@
 /* Tile-IR builder and validator, the legalizer's decisions per architecture, configs and PTX emission. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dsl/tile.h"
+#include "lower/isa.h"
+#include "lower/target.h"
 #include "testutil.h"
 
 static wb_format fmt(const char *spec)
@@ -153,6 +156,12 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations only"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
+                                                  "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_103a is mma.sync m16n8k32 s8"));
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM120A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "is mma.sync kind::mxf4nvf4"));
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "m_tiles must be 1, 2, 4 or 8"));
     ck_assert_ptr_null(ptx);
@@ -245,6 +254,61 @@ START_TEST(config_choice_and_shape_rules)
 }
 END_TEST
 
+/* The instruction table holds the facts of ../shared/ptx/MATRIX.md that lowering depends on, agrees with
+ * the targets' feature bits, and every MMA or copy form the kernels emit is native where emitted. */
+START_TEST(instruction_table)
+{
+    struct { int family; wb_arch arch; wb_isa_status want; } facts[] = {
+        {WB_ISA_MMA_FP8, WB_ARCH_SM89, WB_ISA_NATIVE},       {WB_ISA_MMA_FP8, WB_ARCH_SM90A, WB_ISA_EMULATED},
+        {WB_ISA_MMA_FP8, WB_ARCH_SM100A, WB_ISA_EMULATED},   {WB_ISA_MMA_FP8, WB_ARCH_SM103A, WB_ISA_EMULATED},
+        {WB_ISA_MMA_FP8, WB_ARCH_SM120A, WB_ISA_NATIVE},     {WB_ISA_MMA_S4, WB_ARCH_SM89, WB_ISA_NATIVE},
+        {WB_ISA_MMA_S4, WB_ARCH_SM90A, WB_ISA_EMULATED},     {WB_ISA_MMA_S4, WB_ARCH_SM120A, WB_ISA_EMULATED},
+        {WB_ISA_MMA_S8, WB_ARCH_SM103A, WB_ISA_NATIVE},      {WB_ISA_TC05_I8, WB_ARCH_SM100A, WB_ISA_NATIVE},
+        {WB_ISA_TC05_I8, WB_ARCH_SM103A, WB_ISA_ABSENT},     {WB_ISA_TC05_F16, WB_ARCH_SM120A, WB_ISA_ABSENT},
+        {WB_ISA_WGMMA_F16, WB_ARCH_SM100A, WB_ISA_ABSENT},   {WB_ISA_MMA_MXF4NVF4, WB_ARCH_SM120A, WB_ISA_NATIVE},
+        {WB_ISA_MMA_MXF4NVF4, WB_ARCH_SM100A, WB_ISA_ABSENT}, {WB_ISA_CVT_FP4, WB_ARCH_SM90A, WB_ISA_ABSENT},
+        {WB_ISA_CVT_FP8, WB_ARCH_SM89, WB_ISA_NATIVE},       {WB_ISA_MMA_F16_K16, WB_ARCH_SM75, WB_ISA_ABSENT},
+    };
+    for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++)
+        ck_assert_msg(wb_isa_get(facts[i].arch, facts[i].family) == facts[i].want, "%s on %s",
+                      wb_isa_name(facts[i].family), wb_arch_name(facts[i].arch));
+    ck_assert_int_eq(wb_isa_get(WB_ARCH_COUNT, 0), WB_ISA_ABSENT);
+    ck_assert_str_eq(wb_isa_name(-1), "?");
+    for (int a = 0; a < WB_ARCH_COUNT; a++) {
+        const wb_target *t = wb_target_get((wb_arch)a);
+        struct { unsigned feat; int family; } same[] = {
+            {WB_FEAT_MMA_K16, WB_ISA_MMA_F16_K16}, {WB_FEAT_BF16, WB_ISA_MMA_BF16_K16},
+            {WB_FEAT_CP_ASYNC, WB_ISA_CP_ASYNC},   {WB_FEAT_WGMMA, WB_ISA_WGMMA_F16},
+            {WB_FEAT_TMA, WB_ISA_TMA},             {WB_FEAT_TCGEN05, WB_ISA_TC05_F16}};
+        for (size_t j = 0; j < sizeof same / sizeof same[0]; j++)
+            ck_assert_msg(!!(t->features & same[j].feat) == (wb_isa_get((wb_arch)a, same[j].family) == WB_ISA_NATIVE),
+                          "%s: feature bit and table disagree on %s", t->name, wb_isa_name(same[j].family));
+        /* what the kernels emit */
+        struct { const char *spec, *text; int family; } forms[] = {
+            {"w4a16", "mma.sync.aligned.m16n8k16.row.col.f32.f16", WB_ISA_MMA_F16_K16},
+            {"w4a16", "mma.sync.aligned.m16n8k8.row.col.f32.f16", WB_ISA_MMA_F16_K8},
+            {"w4a16", "cp.async.cg", WB_ISA_CP_ASYNC},
+            {"mxfp4", "mma.sync.aligned.m16n8k16.row.col.f32.bf16", WB_ISA_MMA_BF16_K16}};
+        for (size_t j = 0; j < sizeof forms / sizeof forms[0]; j++) {
+            wb_format f = fmt(forms[j].spec);
+            wb_config c = {0};
+            char *ptx = NULL;
+            ck_assert_int_eq(wb_config_choose(&f, (wb_arch)a, 16, 4096, 4096, &c), WB_OK);
+            if (wb_kernel_ptx(&f, (wb_arch)a, &c, 0, &ptx) != WB_OK) {
+                ck_assert_msg(!(t->features & WB_FEAT_BF16), "%s %s: %s", t->name, forms[j].spec, wb_last_error());
+                continue;
+            }
+            if (strstr(ptx, forms[j].text))
+                ck_assert_msg(wb_isa_get((wb_arch)a, forms[j].family) == WB_ISA_NATIVE, "%s emits %s, not native there",
+                              t->name, wb_isa_name(forms[j].family));
+            ck_assert_ptr_null(strstr(ptx, "wgmma"));
+            ck_assert_ptr_null(strstr(ptx, "tcgen05"));
+            free(ptx);
+        }
+    }
+}
+END_TEST
+
 START_TEST(arch_names)
 {
     wb_arch a;
@@ -279,6 +343,7 @@ int main(void)
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
+    tcase_add_test(t, instruction_table);
     tcase_add_test(t, arch_names);
     suite_add_tcase(s, t);
     return wbt_run(s);

@@ -119,5 +119,6 @@ int cmd_check(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
+int cmd_targets(int argc, char **argv);
 
 #endif

@@ -9,6 +9,8 @@ static const char usage_text[] =
     "\n"
     "  formats                              list presets and their expansion\n"
     "  format SPEC                          print the canonical spec\n"
+    "  targets                              the instruction families of each ARCH: native, emulated\n"
+    "                                       by ptxas (never emitted), or absent\n"
     "  ptx SPEC --arch ARCH [--m M --n N --k K] [--plain] [--hash] [choices]\n"
     "                                       print the PTX of the kernel(s) that would run, annotated\n"
     "                                       with the tile IR (--plain: exactly the PTX that is\n"
@@ -37,7 +39,7 @@ static const struct {
     int (*fn)(int argc, char **argv);
 } commands[] = {
     {"formats", cmd_formats}, {"format", cmd_format}, {"ptx", cmd_ptx},       {"check", cmd_check},
-    {"run", cmd_run},         {"bench", cmd_bench},   {"selftest", cmd_selftest},
+    {"run", cmd_run},         {"bench", cmd_bench},   {"selftest", cmd_selftest}, {"targets", cmd_targets},
 };
 
 static int is_help(const char *s)

@@ -1,0 +1,48 @@
+/* The instruction-family table (lower/isa.def): what each target runs natively, emulates, or lacks. */
+#include "lower/isa.h"
+
+enum { _ = WB_ISA_ABSENT, N = WB_ISA_NATIVE, E = WB_ISA_EMULATED };
+
+static const struct {
+    const char *name, *what;
+    unsigned char status[WB_ARCH_COUNT];
+} rows[WB_ISA_COUNT] = {
+#define X(id, name, what, a75, a80, a86, a89, a90, a100, a103, a120) \
+    {name, what, {a75, a80, a86, a89, a90, a100, a103, a120}},
+#include "lower/isa.def"
+#undef X
+};
+
+int wb_isa_count(void) { return WB_ISA_COUNT; }
+
+const char *wb_isa_name(int family)
+{
+    return family >= 0 && family < WB_ISA_COUNT ? rows[family].name : "?";
+}
+
+const char *wb_isa_what(int family)
+{
+    return family >= 0 && family < WB_ISA_COUNT ? rows[family].what : "?";
+}
+
+wb_isa_status wb_isa_get(wb_arch arch, int family)
+{
+    if (family < 0 || family >= WB_ISA_COUNT || (unsigned)arch >= WB_ARCH_COUNT)
+        return WB_ISA_ABSENT;
+    return (wb_isa_status)rows[family].status[arch];
+}
+
+int wb_isa_pick(wb_arch arch, const int *list, int *emulated)
+{
+    int native = -1;
+    if (emulated)
+        *emulated = -1;
+    for (; *list >= 0; list++) {
+        wb_isa_status st = wb_isa_get(arch, *list);
+        if (st == WB_ISA_NATIVE && native < 0)
+            native = *list;
+        if (st == WB_ISA_EMULATED && emulated && *emulated < 0)
+            *emulated = *list;
+    }
+    return native;
+}
