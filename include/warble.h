@@ -153,6 +153,15 @@ WB_API double wb_reference_element(const wb_format *f, int64_t m, int64_t n, int
 WB_API wb_status wb_reference_gemm(const wb_format *f, int64_t m, int64_t n, int64_t k,
                                    const wb_host_acts *x, const wb_host_weights *w, double *out);
 
+/* Dynamic quantization of activations for a format with quantized activations, on the host (the
+ * reference the GPU quantizer will be checked against): x is M x K f32 (f16/bf16 values convert
+ * exactly); writes `codes` (M x K, one per byte, low bits), `scales` (M x (K/ag), or M x 1 with ag=0,
+ * in the `as` type's interchange storage) and, with ags=1, `*global`. Scales from the absolute
+ * maximum of each group (e8m0: the OCP MX rule), round to nearest even, saturating; dsl/quantize.c
+ * states the recipe. WB_ERR_INVALID for f16/bf16 activations, non-finite x, or K not a multiple of ag. */
+WB_API wb_status wb_reference_quantize_acts(const wb_format *f, int64_t m, int64_t k, const float *x, void *codes,
+                                            void *scales, float *global);
+
 /* ---------------------------------------------------------------- architectures */
 
 typedef enum wb_arch {
