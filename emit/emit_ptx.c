@@ -24,6 +24,12 @@ static void print_opnd(wb_buf *b, const wb_func *f, wb_opnd o)
     case WB_O_F32: wb_buf_printf(b, "0f%08" PRIX32, (uint32_t)o.v); break;
     case WB_O_HEX: wb_buf_printf(b, "0x%08" PRIX32, (uint32_t)o.v); break;
     case WB_O_TEXT: wb_buf_printf(b, "%s", o.text); break;
+    case WB_O_LIST:
+        wb_buf_printf(b, "{");
+        for (int64_t i = 0; i < o.v; i++)
+            wb_buf_printf(b, "%s%s%d", i ? ", " : "", rc_prefix[f->reg_class[o.list[i].id]], o.list[i].id);
+        wb_buf_printf(b, "}");
+        break;
     case WB_O_NONE: break;
     }
 }

@@ -28,13 +28,60 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
     return b < by_regs ? b : by_regs;
 }
 
+/* wgmma (M > 64 on sm_90a): the widest tile (256 tokens x 128 channels, two warpgroups) while there
+ * are blocks for every SM, narrower and shorter tiles when there are not; as many stages as fit. */
+static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
+{
+    int forced_mt = c->m_tiles != 0, forced_wn = c->warps_n != 0;
+    if (!c->load)
+        c->load = WB_LOAD_CP_ASYNC;
+    if (!c->warps_k)
+        c->warps_k = 1;
+    if (!forced_mt)
+        for (c->m_tiles = 32; c->m_tiles > 8 && 4 * c->m_tiles >= m;)
+            c->m_tiles /= 2;
+    if (!forced_wn)
+        c->warps_n = n % 128 == 0 ? 8 : 4;
+    for (;;) {
+        int64_t blocks = n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
+        if (blocks >= t->sm_count_hint)
+            break;
+        if (!forced_wn && c->warps_n == 8)
+            c->warps_n = 4;
+        else if (!forced_mt && c->m_tiles > 8)
+            c->m_tiles /= 2;
+        else
+            break;
+    }
+    int forced_stages = c->stages != 0;
+    if (!forced_stages)
+        c->stages = 4;
+    wb_layout lay;
+    for (wb_layout_get(f, c, &lay); !forced_stages && c->stages > 2 && lay.smem > t->smem_max;
+         wb_layout_get(f, c, &lay))
+        c->stages--;
+}
+
+/* The heuristic picks wgmma where the target has it, M is past the decode sizes and no forced field
+ * rules it out. */
+static int wants_wgmma(const wb_target *t, const wb_config *c, int64_t m, int64_t n)
+{
+    return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 &&
+           (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC) && c->warps_k <= 1 &&
+           (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
+}
+
 wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     const wb_target *t = wb_target_get(arch);
     if (!t || !f || !c)
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
     if (!c->mma)
-        c->mma = WB_MMA_SYNC;
+        c->mma = wants_wgmma(t, c, m, n) ? WB_MMA_WGMMA : WB_MMA_SYNC;
+    if (c->mma == WB_MMA_WGMMA) {
+        choose_wgmma(t, f, m, n, c);
+        return WB_OK;
+    }
     if (!c->load)
         c->load = t->features & WB_FEAT_CP_ASYNC ? WB_LOAD_CP_ASYNC : WB_LOAD_LDG;
     /* without cp.async the whole tile lives in registers on its way to shared memory: stay smaller */

@@ -46,16 +46,17 @@ const char *wb_new_label(wb_func *f, const char *stem)
     return s ? s : "$L_oom";
 }
 
-wb_opnd wb_r(wb_reg r) { return (wb_opnd){WB_O_REG, r.id, NULL}; }
-wb_opnd wb_imm(int64_t v) { return (wb_opnd){WB_O_IMM, v, NULL}; }
-wb_opnd wb_hex(uint32_t v) { return (wb_opnd){WB_O_HEX, v, NULL}; }
-wb_opnd wb_text(const char *s) { return (wb_opnd){WB_O_TEXT, 0, s}; }
+wb_opnd wb_r(wb_reg r) { return (wb_opnd){WB_O_REG, r.id, NULL, NULL}; }
+wb_opnd wb_imm(int64_t v) { return (wb_opnd){WB_O_IMM, v, NULL, NULL}; }
+wb_opnd wb_hex(uint32_t v) { return (wb_opnd){WB_O_HEX, v, NULL, NULL}; }
+wb_opnd wb_text(const char *s) { return (wb_opnd){WB_O_TEXT, 0, s, NULL}; }
+wb_opnd wb_list(const wb_reg *r, int n) { return (wb_opnd){WB_O_LIST, n, NULL, r}; }
 
 wb_opnd wb_f32(float v)
 {
     uint32_t bits;
     memcpy(&bits, &v, 4);
-    return (wb_opnd){WB_O_F32, bits, NULL};
+    return (wb_opnd){WB_O_F32, bits, NULL, NULL};
 }
 
 wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...)

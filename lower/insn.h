@@ -16,14 +16,20 @@ typedef enum wb_op {
 /* Register classes, each printed with its own prefix and .reg line. */
 typedef enum wb_rc { WB_RC_PRED, WB_RC_B16, WB_RC_B32, WB_RC_B64, WB_RC_F32, WB_RC_COUNT } wb_rc;
 
-typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_HEX, WB_O_TEXT } wb_opnd_kind;
+typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_HEX, WB_O_TEXT, WB_O_LIST } wb_opnd_kind;
+
+typedef struct wb_reg {
+    int id;
+} wb_reg;
 
 /* An operand: a register index, an integer immediate, an f32 constant (printed as exact bits),
- * a 32-bit hex constant, or text (labels, symbols, special registers). */
+ * a 32-bit hex constant, text (labels, symbols, special registers), or a braced register list of
+ * v registers (wgmma's accumulators and A fragment). */
 typedef struct wb_opnd {
     wb_opnd_kind kind;
     int64_t v;
     const char *text;
+    const wb_reg *list;
 } wb_opnd;
 
 #define WB_MAX_OPNDS 14
@@ -48,10 +54,6 @@ typedef struct wb_func {
     int oom;             /* sticky out-of-memory */
 } wb_func;
 
-typedef struct wb_reg {
-    int id;
-} wb_reg;
-
 void wb_func_init(wb_func *f, wb_arena *a);
 wb_reg wb_new_reg(wb_func *f, wb_rc rc);
 const char *wb_new_label(wb_func *f, const char *stem);
@@ -61,6 +63,8 @@ wb_opnd wb_imm(int64_t v);
 wb_opnd wb_hex(uint32_t v);
 wb_opnd wb_f32(float v);
 wb_opnd wb_text(const char *s);
+/* {r[0], ..., r[n-1]}: the array must outlive the function (allocate it in the arena) */
+wb_opnd wb_list(const wb_reg *r, int n);
 
 /* Guard the instruction just appended by a predicate (`@p`, or `@!p` when negate). */
 void wb_guard_last(wb_func *f, wb_reg pred, int negate);

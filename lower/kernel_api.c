@@ -41,7 +41,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         wb_layout lay;
         wb_layout_get(f, cfg, &lay);
         wb_ptx_header h = {t->ptx_version, t->ptx_target, wb_kernel_entry(), params, (int)WB_COUNT(params),
-                           128, lay.threads, title};
+                           cfg->mma == WB_MMA_WGMMA ? 1024 : 128, lay.threads, title};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */
             wb_buf top = {0};

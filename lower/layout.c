@@ -18,6 +18,8 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->w_off = L->a_stage;
     L->s_off = L->a_stage + L->w_stage;
     L->stage = L->a_stage + L->w_stage + L->s_stage;
+    if (cfg->mma == WB_MMA_WGMMA) /* wgmma reads the activation tile in 1024-byte swizzle atoms */
+        L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
     if (L->red_bytes > L->smem)

@@ -67,9 +67,22 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
-    if (c->mma != WB_MMA_SYNC)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync only)",
+    if (c->mma != WB_MMA_SYNC && c->mma != WB_MMA_WGMMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync, wgmma)",
                        wb_mma_name(c->mma));
+    if (c->mma == WB_MMA_WGMMA) {
+        if (c->load != WB_LOAD_CP_ASYNC)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs --load cp.async in this build (got %s)",
+                           wb_load_name(c->load));
+        if (c->warps_k != 1 || (c->warps_n != 4 && c->warps_n != 8))
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs warps_k 1 and warps_n 4 or 8 (one or two "
+                                               "warpgroups of 64 channels; got %d x %d)", c->warps_n, c->warps_k);
+        if (!pow2_in(c->m_tiles, 1, 32))
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs m_tiles 1, 2, 4, 8, 16 or 32 (wgmma N = 8 to "
+                                               "256 tokens; got %d)", c->m_tiles);
+    } else if (!pow2_in(c->m_tiles, 1, 8)) {
+        return wb_fail(WB_ERR_UNSUPPORTED, "m_tiles must be 1, 2, 4 or 8 (got %d)", c->m_tiles);
+    }
     if (c->load == WB_LOAD_TMA && !(t->features & WB_FEAT_TMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no TMA (sm_90a and newer)", t->name);
     if (c->load == WB_LOAD_CP_ASYNC && !(t->features & WB_FEAT_CP_ASYNC))
@@ -81,8 +94,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--load cp.async needs 2..8 stages (got %d)", c->stages);
     if (c->load == WB_LOAD_LDG && c->stages != 1)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load ldg uses one stage (got %d)", c->stages);
-    if (!pow2_in(c->m_tiles, 1, 8))
-        return wb_fail(WB_ERR_UNSUPPORTED, "m_tiles must be 1, 2, 4 or 8 (got %d)", c->m_tiles);
     if (!pow2_in(c->warps_n, 1, 8) || !pow2_in(c->warps_k, 1, 16) || c->warps_n * c->warps_k > 16)
         return wb_fail(WB_ERR_UNSUPPORTED, "warps_n must be 1, 2, 4 or 8 and warps_k 1, 2, 4, 8 or 16, with at "
                                            "most 16 warps (got %d x %d)", c->warps_n, c->warps_k);

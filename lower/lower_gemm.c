@@ -1,11 +1,18 @@
-/* wb_lower_gemm: tile IR -> instruction IR with mma.sync, for every target that has it.
+/* wb_lower_gemm: tile IR -> instruction IR with mma.sync (every target that has it) or wgmma (sm_90a).
  *
  * Operand roles are swapped (out^T = W x^T): the dequantized weights are the MMA's A operand (16
  * output channels per warp), the activations its B operand (8 tokens per m-tile), so a decode GEMM
  * wastes no MMA rows. One block: warps_n x warps_k warps; each warp owns 16 channels and one k64
  * slice of every block tile; the warps_k partial sums are reduced in f32 in a fixed order.
  * Pipeline: `stages` shared-memory buffers filled by cp.async (zero-fill past M), or, without
- * cp.async, one buffer filled by plain 16-byte loads. The K loop is not unrolled. */
+ * cp.async, one buffer filled by plain 16-byte loads. The K loop is not unrolled.
+ *
+ * wgmma (warps_k = 1): four warps are one warpgroup, 64 channels. A warp's dequantized slice is
+ * already wgmma's register A fragment (the per-warp layout of m64nNk16 is that of m16n8k16), the
+ * activation tile is read by wgmma straight from shared memory through a descriptor (its rows are
+ * 128 bytes with the 16-byte chunks XOR-swizzled by row, which is wgmma's 128B-swizzle K-major
+ * layout), and the accumulator layout per warp is m16n8's repeated along N, so the epilogue is
+ * shared. */
 #include "lower/lower.h"
 
 #include <stdio.h>
@@ -45,6 +52,8 @@ typedef struct lw {
     plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
     wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
+    int wg;                            /* lower MMA to wgmma */
+    wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
 } lw;
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -159,6 +168,12 @@ static void lower_setup(lw *L)
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->smem = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
+    if (L->wg) {
+        L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
+        /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
+        L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
+    }
 }
 
 /* ---- global -> shared copies of one stage
@@ -333,6 +348,8 @@ static void lower_kloop(lw *L)
     L->loop_head = head;
     if (L->cfg->load == WB_LOAD_CP_ASYNC) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(S - 2));
+        if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
+            wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_reg next = addi(L, L->kt, S - 1);
         wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
@@ -434,9 +451,29 @@ static void lower_frag_scale(lw *L, int value)
     }
 }
 
+/* wgmma: one B descriptor per k16 step of the slice. Start address >> 4 in bits 0..13 (a step is
+ * 32 bytes further along the swizzled row), leading byte offset 1 (unused by a swizzled K-major
+ * tile) in bits 16..29. */
+static void lower_frag_a_desc(lw *L, int value)
+{
+    wb_reg *d = value_regs(L, value, 4);
+    if (!d)
+        return;
+    wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
+    wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
+    for (int step = 0; step < 4; step++) {
+        d[step] = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+    }
+}
+
 /* Activation fragments by ldmatrix.x4 from the swizzled tile: b[(mt*4 + step)*2 + half]. */
 static void lower_frag_a(lw *L, int value)
 {
+    if (L->wg) {
+        lower_frag_a_desc(L, value);
+        return;
+    }
     int mt_n = L->cfg->m_tiles;
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
@@ -470,9 +507,30 @@ static void lower_acc(lw *L, int value)
         c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
+/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group,
+ * waited for at once (the next iteration rewrites the A registers and the stage). */
+static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
+{
+    const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
+    if (!shape) {
+        L->f->oom = 1;
+        return;
+    }
+    wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
+    for (int step = 0; step < 4; step++)
+        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
+                wb_r(desc[step]), wb_r(L->ptrue));
+    wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+}
+
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
 static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
 {
+    if (L->wg) {
+        wgmma_steps(L, c, a, b);
+        return;
+    }
     int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
     for (int step = 0; step < 4; step++) {
         const wb_reg *w = &a[step * 4];
@@ -598,6 +656,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.fmt = &k->fmt;
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
+    L.wg = k->cfg.mma == WB_MMA_WGMMA;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)

@@ -121,19 +121,22 @@ static int config_legal(bench *b, wb_config *cfg)
 
 static int sweep(bench *b, const wb_config *best_default, double default_us)
 {
-    static const int mts[] = {1, 2, 4, 8}, wns[] = {1, 2, 4, 8}, wks[] = {1, 2, 4, 8, 16};
+    static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
+                     wks[] = {1, 2, 4, 8, 16};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     wb_config best = *best_default;
     double best_us = default_us;
     int tried = 0;
-    for (int i = 0; i < 4; i++)
+    for (int mi = 0; mi < 2; mi++)
+    for (int i = 0; i < 6; i++)
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++) {
                     wb_config cfg = *forced;
-                    if ((forced->m_tiles && i) || (forced->warps_n && j) || (forced->warps_k && q) ||
-                        (forced->stages && st > 1))
+                    if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
+                        (forced->warps_k && q) || (forced->stages && st > 1))
                         continue;
+                    cfg.mma = forced->mma ? forced->mma : mmas[mi];
                     cfg.m_tiles = forced->m_tiles ? forced->m_tiles : mts[i];
                     cfg.warps_n = forced->warps_n ? forced->warps_n : wns[j];
                     cfg.warps_k = forced->warps_k ? forced->warps_k : wks[q];
