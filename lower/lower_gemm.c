@@ -326,6 +326,10 @@ static void plan_frags(lw *L)
 static void lower_kloop(lw *L)
 {
     int S = L->cfg->stages, stage = L->lay.stage;
+    /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
+     * memory is touched before that kernel has finished */
+    if (L->t->features & WB_FEAT_GRIDDEP)
+        wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
     plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
@@ -588,6 +592,8 @@ static void lower_epilogue(lw *L, int acc)
         return;
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
     const char *done = wb_new_label(L->f, "done");
+    if (L->t->features & WB_FEAT_GRIDDEP) /* the next kernel may start its prologue now */
+        wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (wkn > 1) {
         if (L->cfg->load == WB_LOAD_CP_ASYNC)
             wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(0));

@@ -12,6 +12,7 @@ enum {
     WB_FEAT_WGMMA = 1 << 4,
     WB_FEAT_TMA = 1 << 5,
     WB_FEAT_TCGEN05 = 1 << 6,
+    WB_FEAT_GRIDDEP = 1 << 7,    /* griddepcontrol: programmatic dependent launch (sm_90 and newer) */
 };
 
 typedef struct wb_target {

@@ -58,6 +58,11 @@ static wb_status load_real(void)
     memcpy(&api.member, &sym, sizeof sym);
     WB_CUDA_FUNCS(WB_CUDA_RESOLVE)
 #undef WB_CUDA_RESOLVE
+#define WB_CUDA_RESOLVE_OPTIONAL(member, symbol, params) \
+    sym = dlsym(h, symbol);                              \
+    memcpy(&api.member, &sym, sizeof sym);
+    WB_CUDA_OPTIONAL_FUNCS(WB_CUDA_RESOLVE_OPTIONAL)
+#undef WB_CUDA_RESOLVE_OPTIONAL
     real_api = api;
     real_loaded = 1;
     return WB_OK;

@@ -52,6 +52,23 @@ enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType */
 
 enum { CU_EVENT_DEFAULT = 0 };
 
+/* cuLaunchKernelEx (CUDA 12.0 and newer drivers), for programmatic dependent launch */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct CUlaunchAttribute {
+    int id;
+    char pad[4];
+    union {
+        char pad[64];
+        int programmatic_stream_serialization_allowed;
+    } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, smem_bytes;
+    CUstream stream;
+    CUlaunchAttribute *attrs;
+    unsigned num_attrs;
+} CUlaunchConfig;
+
 /* X-macro: member name, exported symbol, return type and parameter list. The symbol is the versioned
  * name the driver exports for the API of current headers (cuMemAlloc -> cuMemAlloc_v2, ...). */
 #define WB_CUDA_FUNCS(X)                                                                            \
@@ -96,9 +113,15 @@ enum { CU_EVENT_DEFAULT = 0 };
     X(cuGetErrorName, "cuGetErrorName", (CUresult err, const char **name))                          \
     X(cuGetErrorString, "cuGetErrorString", (CUresult err, const char **str))
 
+/* Functions used when the driver has them (NULL otherwise): an older driver still runs warble. */
+#define WB_CUDA_OPTIONAL_FUNCS(X)                                                                   \
+    X(cuLaunchKernelEx, "cuLaunchKernelEx",                                                         \
+      (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
+
 typedef struct wb_cuda_api {
 #define WB_CUDA_MEMBER(name, sym, params) CUresult (*name) params;
     WB_CUDA_FUNCS(WB_CUDA_MEMBER)
+    WB_CUDA_OPTIONAL_FUNCS(WB_CUDA_MEMBER)
 #undef WB_CUDA_MEMBER
 } wb_cuda_api;
 

@@ -57,6 +57,9 @@ static wb_status query_device(wb_gpu *g)
         st = wb_fail(WB_ERR_UNSUPPORTED, "%s (compute capability %d.%d) is not a warble target: %s",
                      g->name, g->cc_major, g->cc_minor, why);
     }
+    /* kernels for sm_90 and newer wait in griddepcontrol.wait; WARBLE_PDL=0 launches them plainly */
+    const char *env = getenv("WARBLE_PDL");
+    g->pdl = g->cc_major >= 9 && api->cuLaunchKernelEx && !(env && strcmp(env, "0") == 0);
     return st;
 }
 
@@ -195,6 +198,17 @@ wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, vo
                            "cuFuncSetAttribute");
         if (st)
             return st;
+    }
+    if (gpu->pdl) {
+        /* programmatic dependent launch: the kernel may start while the previous one in the stream
+         * finishes; its griddepcontrol.wait holds it before any global memory access */
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
+        CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
+                            d->smem_bytes, stream, &attr, 1};
+        return wb_cuda_check(api, api->cuLaunchKernelEx(&c, fn, params, NULL), "cuLaunchKernelEx");
     }
     return wb_cuda_check(api, api->cuLaunchKernel(fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
                                                   d->block[1], d->block[2], d->smem_bytes, stream,

@@ -19,6 +19,7 @@ static struct {
     int set_current, alloc, free_, htod, dtoh, memset_, sync, retain, release;
     int loads, unloads, get_function, set_attribute, launches, event_create, event_destroy, records;
     int elapsed_calls;
+    int pdl_launches;         /* launches through cuLaunchKernelEx with programmatic serialization */
     int capture_layer_params; /* copy launch params as the layer kernel's (u64 x 5, u32 x 3) */
     const float *elapsed_ms; /* per cuEventElapsedTime call */
     CUcontext current;
@@ -263,6 +264,16 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
+static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+    if (!c || c->num_attrs != 1 || !c->attrs ||
+        c->attrs[0].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ||
+        c->attrs[0].value.programmatic_stream_serialization_allowed != 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake.pdl_launches++;
+    return f_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z, c->smem_bytes,
+                    c->stream, params, extra);
+}
 static CUresult f_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
 static CUresult f_event_create(CUevent *e, unsigned flags)
 {
@@ -338,6 +349,7 @@ static const wb_cuda_api fake_api = {
     .cuModuleGetFunction = f_get_function,
     .cuFuncSetAttribute = f_set_attribute,
     .cuLaunchKernel = f_launch,
+    .cuLaunchKernelEx = f_launch_ex,
     .cuStreamSynchronize = f_stream_sync,
     .cuEventCreate = f_event_create,
     .cuEventRecord = f_event_record,

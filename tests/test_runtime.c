@@ -237,6 +237,22 @@ START_TEST(test_fake_module_cache_threads)
 }
 END_TEST
 
+/* WARBLE_PDL=0 launches plainly, through cuLaunchKernel */
+START_TEST(test_fake_launch_no_pdl)
+{
+    setenv("WARBLE_PDL", "0", 1);
+    wb_gpu *g = fake_gpu();
+    unsetenv("WARBLE_PDL");
+    void *fn = NULL;
+    ck_assert_int_eq(wb_gpu_load(g, "ptx", "kernel", &fn), WB_OK);
+    wb_launch_dims d = {{1, 1, 1}, {32, 1, 1}, 0};
+    ck_assert_int_eq(wb_gpu_launch(g, fn, &d, NULL, NULL), WB_OK);
+    ck_assert_int_eq(fake.launches, 1);
+    ck_assert_int_eq(fake.pdl_launches, 0);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 START_TEST(test_fake_launch)
 {
     wb_gpu *g = fake_gpu();
@@ -260,6 +276,7 @@ START_TEST(test_fake_launch)
     ck_assert_int_eq(fake.attrib_value, 100 * 1024);
     ck_assert_uint_eq(fake.launch_dims[6], 100 * 1024);
     ck_assert_int_eq(fake.launches, 2);
+    ck_assert_int_eq(fake.pdl_launches, 2); /* the fake device is sm_90: programmatic dependent launch */
     ck_assert_error(wb_gpu_launch(g, NULL, &d, NULL, params), WB_ERR_INVALID, "wb_gpu_launch");
     ck_assert_error(wb_gpu_launch(g, fn, NULL, NULL, params), WB_ERR_INVALID, "wb_gpu_launch");
     wb_gpu_destroy(g);
@@ -311,6 +328,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(b, test_fake_module_cache);
     tcase_add_test(b, test_fake_module_cache_threads);
     tcase_add_test(b, test_fake_launch);
+    tcase_add_test(b, test_fake_launch_no_pdl);
     tcase_add_test(b, test_fake_time);
     suite_add_tcase(s, b);
     return s;
