@@ -28,45 +28,68 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
     return b < by_regs ? b : by_regs;
 }
 
-/* wgmma (M > 64 on sm_90a): the widest tile (256 tokens x 128 channels, two warpgroups) while there
- * are blocks for every SM, narrower and shorter tiles when there are not; as many stages as fit. */
+/* Estimated time of a wgmma tile shape, in arbitrary units: an SM runs up to `resident` blocks side
+ * by side, sharing its tensor cores, so a shape costs (rounds) x (blocks per SM at once) x tile area;
+ * a tile that reads more bytes from L2 per MMA than 1 byte per 128 flops (short or narrow
+ * tiles) runs slower in proportion. */
+static double wgmma_cost(const wb_target *t, const wb_format *f, const wb_config *c, int64_t m, int64_t n)
+{
+    wb_layout lay;
+    wb_layout_get(f, c, &lay);
+    int64_t blocks = n / lay.bn * ((m + lay.bm - 1) / lay.bm);
+    int64_t by_regs = 65536 / ((c->m_tiles * 4 + 80) * lay.threads), by_smem = t->smem_max / lay.smem;
+    int64_t resident = by_regs < by_smem ? by_regs : by_smem;
+    resident = resident < 1 ? 1 : resident;
+    int64_t sms = t->sm_count_hint, per_sm = (blocks + sms - 1) / sms;
+    per_sm = per_sm < resident ? per_sm : resident;
+    int64_t rounds = (blocks + sms * per_sm - 1) / (sms * per_sm);
+    double flops = 2.0 * lay.bm * lay.bn * WB_KW, bytes = lay.a_stage + lay.w_stage + lay.s_stage;
+    double intensity = flops / bytes, slow = intensity < 128 ? 128 / intensity : 1;
+    return (double)rounds * (double)per_sm * lay.bm * lay.bn * slow;
+}
+
+/* wgmma (M > 16 on sm_90a): the tile shape of least estimated time among 256, 128, 64 and 32 tokens
+ * by one or two warpgroups (64 channels each), then as many stages as fit (4 at most). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
 {
-    int forced_mt = c->m_tiles != 0, forced_wn = c->warps_n != 0;
+    static const int mts[] = {32, 16, 8, 4}, wns[] = {8, 4};
     if (!c->load)
         c->load = WB_LOAD_CP_ASYNC;
     if (!c->warps_k)
         c->warps_k = 1;
-    if (!forced_mt)
-        for (c->m_tiles = 32; c->m_tiles > 8 && 4 * c->m_tiles >= m;)
-            c->m_tiles /= 2;
-    if (!forced_wn)
-        c->warps_n = n % 128 == 0 ? 8 : 4;
-    for (;;) {
-        int64_t blocks = n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
-        if (blocks >= t->sm_count_hint)
-            break;
-        if (!forced_wn && c->warps_n == 8)
-            c->warps_n = 4;
-        else if (!forced_mt && c->m_tiles > 8)
-            c->m_tiles /= 2;
-        else
-            break;
-    }
     int forced_stages = c->stages != 0;
-    if (!forced_stages)
-        c->stages = 4;
-    wb_layout lay;
-    for (wb_layout_get(f, c, &lay); !forced_stages && c->stages > 2 && lay.smem > t->smem_max;
-         wb_layout_get(f, c, &lay))
-        c->stages--;
+    wb_config best = *c;
+    double best_cost = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++) {
+            wb_config x = *c;
+            x.m_tiles = c->m_tiles ? c->m_tiles : mts[i];
+            x.warps_n = c->warps_n ? c->warps_n : wns[j];
+            x.stages = forced_stages ? c->stages : 3;
+            if (n % (16 * x.warps_n))
+                continue;
+            double cost = wgmma_cost(t, f, &x, m, n);
+            if (!best.m_tiles || !best.warps_n || cost < best_cost)
+                best = x, best_cost = cost;
+        }
+    *c = best;
+    if (!c->m_tiles)
+        c->m_tiles = 8;
+    if (!c->warps_n)
+        c->warps_n = 4;
+    if (!forced_stages) {
+        wb_layout lay;
+        for (c->stages = 4, wb_layout_get(f, c, &lay); c->stages > 3 && lay.smem > t->smem_max;
+             wb_layout_get(f, c, &lay))
+            c->stages--;
+    }
 }
 
-/* The heuristic picks wgmma where the target has it, M is past the decode sizes and no forced field
- * rules it out. */
+/* The heuristic picks wgmma where the target has it, M is past the decode sizes (M <= 16 streams
+ * weights through mma.sync, below) and no forced field rules it out. */
 static int wants_wgmma(const wb_target *t, const wb_config *c, int64_t m, int64_t n)
 {
-    return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 &&
+    return (t->features & WB_FEAT_WGMMA) && m > 16 && n % 64 == 0 &&
            (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC) && c->warps_k <= 1 &&
            (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
 }

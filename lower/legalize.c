@@ -74,6 +74,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         if (c->load != WB_LOAD_CP_ASYNC)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs --load cp.async in this build (got %s)",
                            wb_load_name(c->load));
+        if (c->stages < 3)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs 3 or more stages (a group in flight reads "
+                                               "one stage while the copies fill another; got %d)", c->stages);
         if (c->warps_k != 1 || (c->warps_n != 4 && c->warps_n != 8))
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs warps_k 1 and warps_n 4 or 8 (one or two "
                                                "warpgroups of 64 channels; got %d x %d)", c->warps_n, c->warps_k);

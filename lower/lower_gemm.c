@@ -54,6 +54,8 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
+    wb_reg *wga;                       /* wgmma: the 16 A operand registers of the group in flight (arena:
+                                        * register lists are printed after lowering) */
 } lw;
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -173,6 +175,13 @@ static void lower_setup(lw *L)
         wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
         /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
         L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
+        L->wga = wb_arena_alloc(L->f->arena, 16 * sizeof *L->wga);
+        if (!L->wga) {
+            L->f->oom = 1;
+            return;
+        }
+        for (int i = 0; i < 16; i++)
+            L->wga[i] = wb_new_reg(L->f, WB_RC_B32);
     }
 }
 
@@ -323,9 +332,16 @@ static void plan_frags(lw *L)
 
 /* ---- the K loop */
 
+/* Tiles in flight ahead of the one being read. wgmma reads its stage asynchronously until the next
+ * iteration's wait, so its copies go one stage further back (the stage read two iterations ago). */
+static int prefetch_distance(const lw *L)
+{
+    return L->cfg->stages - (L->wg ? 2 : 1);
+}
+
 static void lower_kloop(lw *L)
 {
-    int S = L->cfg->stages, stage = L->lay.stage;
+    int stage = L->lay.stage, ahead = prefetch_distance(L);
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -335,7 +351,7 @@ static void lower_kloop(lw *L)
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
     if (L->cfg->load == WB_LOAD_CP_ASYNC) {
-        for (int s = 0; s < S - 1; s++) {
+        for (int s = 0; s < ahead; s++) {
             wb_reg kts = mov(L, "u32", WB_RC_B32, wb_imm(s));
             wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
             const char *skip = wb_new_label(L->f, "pro");
@@ -345,17 +361,17 @@ static void lower_kloop(lw *L)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
             wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
         }
-        L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)(S - 1) * stage));
+        L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     }
     const char *head = wb_new_label(L->f, "kloop");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     L->loop_head = head;
     if (L->cfg->load == WB_LOAD_CP_ASYNC) {
-        wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(S - 2));
+        wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
         if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
-        wb_reg next = addi(L, L->kt, S - 1);
+        wb_reg next = addi(L, L->kt, ahead);
         wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
         const char *skip = wb_new_label(L->f, "noissue");
         wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
@@ -392,6 +408,8 @@ static void lower_kloop_end(lw *L)
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(head));
+    if (L->wg) /* the accumulators are read next */
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
 /* ---- fragments */
@@ -511,8 +529,10 @@ static void lower_acc(lw *L, int value)
         c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
-/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group,
- * waited for at once (the next iteration rewrites the A registers and the stage). */
+/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group.
+ * The group stays in flight while the warps go on to the next slice's copies and dequant (into
+ * other registers); the next iteration waits for it only before moving that slice into the
+ * operand registers. The loop's end waits for the last group. */
 static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
     const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
@@ -520,12 +540,16 @@ static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
+    if (!L->wga)
+        return;
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    for (int i = 0; i < 16; i++)
+        wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->wga[i]), wb_r(a[i]));
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     for (int step = 0; step < 4; step++)
-        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
+        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&L->wga[step * 4], 4),
                 wb_r(desc[step]), wb_r(L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
