@@ -16,6 +16,7 @@
 #include "lower/lower.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/codes.h"
@@ -54,8 +55,9 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
-    wb_reg *wga;                       /* wgmma: the 16 A operand registers of the group in flight (arena:
-                                        * register lists are printed after lowering) */
+    int rot;                           /* wgmma with the rotated loop (lower_kloop_end_rotated) */
+    int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
+    wb_reg *wpre;
 } lw;
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -175,13 +177,6 @@ static void lower_setup(lw *L)
         wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
         /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
         L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
-        L->wga = wb_arena_alloc(L->f->arena, 16 * sizeof *L->wga);
-        if (!L->wga) {
-            L->f->oom = 1;
-            return;
-        }
-        for (int i = 0; i < 16; i++)
-            L->wga[i] = wb_new_reg(L->f, WB_RC_B32);
     }
 }
 
@@ -332,16 +327,20 @@ static void plan_frags(lw *L)
 
 /* ---- the K loop */
 
-/* Tiles in flight ahead of the one being read. wgmma reads its stage asynchronously until the next
- * iteration's wait, so its copies go one stage further back (the stage read two iterations ago). */
-static int prefetch_distance(const lw *L)
+static void load_w_words(lw *L, wb_reg *q, int fresh);
+
+/* The rotated wgmma loop's wait, fence and barrier: copies up to tile kt + 1 have landed and are
+ * visible to wgmma (async proxy), and every warp is past the previous iteration. */
+static void land_stage(lw *L, int pending)
 {
-    return L->cfg->stages - (L->wg ? 2 : 1);
+    wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
+    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
 static void lower_kloop(lw *L)
 {
-    int stage = L->lay.stage, ahead = prefetch_distance(L);
+    int stage = L->lay.stage, ahead = L->cfg->stages - 1;
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -363,10 +362,17 @@ static void lower_kloop(lw *L)
         }
         L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     }
+    if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (lower_kloop_end) */
+        land_stage(L, ahead - 1);
+        L->wpre = value_regs(L, L->wpre_value, L->fmt->w.bits);
+        if (L->wpre)
+            load_w_words(L, L->wpre, 1);
+    }
     const char *head = wb_new_label(L->f, "kloop");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     L->loop_head = head;
-    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+    if (L->rot) {
+    } else if (L->cfg->load == WB_LOAD_CP_ASYNC) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
         if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
@@ -396,9 +402,40 @@ static wb_reg advance_stage(lw *L, wb_reg off)
     return off;
 }
 
+/* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
+ * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
+ * waited for it before the barrier), load the next tile's code words, and only then wait for the
+ * group. The group's whole flight lies inside one iteration, before its wait. */
+static void lower_kloop_end_rotated(lw *L)
+{
+    int S = L->cfg->stages;
+    advance_stage(L, L->ro);
+    land_stage(L, S - 3);
+    wb_reg next = addi(L, L->kt, S - 1);
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "noissue");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+    issue_stage(L, L->wo, next);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+    advance_stage(L, L->wo);
+    if (L->wpre)
+        load_w_words(L, L->wpre, 0);
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
+}
+
 static void lower_kloop_end(lw *L)
 {
     const char *head = L->loop_head;
+    if (L->rot) {
+        lower_kloop_end_rotated(L);
+        return;
+    }
     if (L->cfg->stages > 1) {
         advance_stage(L, L->ro);
         if (L->cfg->load == WB_LOAD_CP_ASYNC)
@@ -408,21 +445,17 @@ static void lower_kloop_end(lw *L)
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(head));
-    if (L->wg) /* the accumulators are read next */
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
 /* ---- fragments */
 
-/* The lane's B words of packed codes, in the widest aligned vectors. */
-static void lower_frag_w(lw *L, int value)
+/* The lane's B words of packed codes at the read stage into q (fresh registers when fresh), in the
+ * widest aligned vectors. */
+static void load_w_words(lw *L, wb_reg *q, int fresh)
 {
     int words = L->fmt->w.bits, vec = words % 4 == 0 ? 4 : words % 2 == 0 ? 2 : 1;
-    wb_reg *q = value_regs(L, value, words);
-    if (!q)
-        return;
     wb_reg base = add(L, L->wfrag, L->ro);
-    for (int i = 0; i < words; i++)
+    for (int i = 0; fresh && i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
     for (int i = 0; i < words; i += vec) {
         wb_reg addr = addi(L, base, 4 * i);
@@ -434,6 +467,15 @@ static void lower_frag_w(lw *L, int value)
         else
             wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(q[i]), wb_r(addr));
     }
+}
+
+static void lower_frag_w(lw *L, int value)
+{
+    if (L->rot) /* loaded ahead, into the same registers every iteration */
+        return;
+    wb_reg *q = value_regs(L, value, L->fmt->w.bits);
+    if (q)
+        load_w_words(L, q, 1);
 }
 
 /* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int.
@@ -529,10 +571,8 @@ static void lower_acc(lw *L, int value)
         c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
-/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group.
- * The group stays in flight while the warps go on to the next slice's copies and dequant (into
- * other registers); the next iteration waits for it only before moving that slice into the
- * operand registers. The loop's end waits for the last group. */
+/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group. The
+ * rotated loop waits for it at the iteration's end (lower_kloop_end_rotated); the plain one here. */
 static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
     const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
@@ -540,16 +580,13 @@ static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
-    if (!L->wga)
-        return;
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-    for (int i = 0; i < 16; i++)
-        wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->wga[i]), wb_r(a[i]));
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     for (int step = 0; step < 4; step++)
-        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&L->wga[step * 4], 4),
+        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
                 wb_r(desc[step]), wb_r(L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
+    if (!L->rot)
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
@@ -687,6 +724,15 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
+    /* WARBLE_WGMMA_PIPELINE=sync: wait for each group right after committing it (an experiment switch) */
+    const char *pipe = getenv("WARBLE_WGMMA_PIPELINE");
+    L.rot = L.wg && !(pipe && strcmp(pipe, "sync") == 0);
+    L.wpre_value = -1;
+    for (int i = 0; i < k->nops; i++)
+        if (k->ops[i].op == WB_TOP_LOAD_FRAG && k->ops[i].operand == WB_OPERAND_W)
+            L.wpre_value = k->ops[i].result;
+    if (L.rot && L.wpre_value < 0)
+        L.rot = 0;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
