@@ -48,7 +48,7 @@ static double wgmma_cost(const wb_target *t, const wb_format *f, const wb_config
     return (double)rounds * (double)per_sm * lay.bm * lay.bn * slow;
 }
 
-/* wgmma (M > 16 on sm_90a): the tile shape of least estimated time among 256, 128, 64 and 32 tokens
+/* wgmma (M > 64 on sm_90a, or forced): the tile shape of least estimated time among 256, 128, 64 and 32 tokens
  * by one or two warpgroups (64 channels each), then as many stages as fit (4 at most). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
 {
@@ -85,11 +85,12 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     }
 }
 
-/* The heuristic picks wgmma where the target has it, M is past the decode sizes (M <= 16 streams
- * weights through mma.sync, below) and no forced field rules it out. */
+/* The heuristic picks wgmma where the target has it, M > 64 and no forced field rules it out. Up to
+ * M = 64 the split-K mma.sync kernel below was faster on 3 of the 4 suite shapes (H200, docs/perf.md):
+ * wgmma's per-iteration barrier, copies and dequant outweigh an MMA of 32 or 64 tokens. */
 static int wants_wgmma(const wb_target *t, const wb_config *c, int64_t m, int64_t n)
 {
-    return (t->features & WB_FEAT_WGMMA) && m > 16 && n % 64 == 0 &&
+    return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 &&
            (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC) && c->warps_k <= 1 &&
            (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
 }
