@@ -28,60 +28,65 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
     return b < by_regs ? b : by_regs;
 }
 
-/* Estimated time of a wgmma tile shape, in arbitrary units: an SM runs up to `resident` blocks side
- * by side, sharing its tensor cores, so a shape costs (rounds) x (blocks per SM at once) x tile area;
- * a tile that reads more bytes from L2 per MMA than 1 byte per 128 flops (short or narrow
- * tiles) runs slower in proportion. */
-static double wgmma_cost(const wb_target *t, const wb_format *f, const wb_config *c, int64_t m, int64_t n)
+/* wgmma tile shapes (m_tiles, warps_n) in order of preference, from `warble bench --sweep` on the
+ * H200 at M = 256 (docs/perf.md): 128 tokens x 128 channels (two warpgroups) was best on 8192 x 8192,
+ * 128 x 64 on 4096 x 14336 (where 128 x 128 leaves half the SMs idle); a wgmma of 64 tokens or fewer
+ * pays the iteration's barrier, copies and dequant for too little MMA work. */
+static const int wgmma_shapes[][2] = {{16, 8}, {16, 4}, {8, 8}, {8, 4}, {4, 4}};
+
+static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
 {
-    wb_layout lay;
-    wb_layout_get(f, c, &lay);
-    int64_t blocks = n / lay.bn * ((m + lay.bm - 1) / lay.bm);
-    int64_t by_regs = 65536 / ((c->m_tiles * 4 + 80) * lay.threads), by_smem = t->smem_max / lay.smem;
-    int64_t resident = by_regs < by_smem ? by_regs : by_smem;
-    resident = resident < 1 ? 1 : resident;
-    int64_t sms = t->sm_count_hint, per_sm = (blocks + sms - 1) / sms;
-    per_sm = per_sm < resident ? per_sm : resident;
-    int64_t rounds = (blocks + sms * per_sm - 1) / (sms * per_sm);
-    double flops = 2.0 * lay.bm * lay.bn * WB_KW, bytes = lay.a_stage + lay.w_stage + lay.s_stage;
-    double intensity = flops / bytes, slow = intensity < 128 ? 128 / intensity : 1;
-    return (double)rounds * (double)per_sm * lay.bm * lay.bn * slow;
+    return n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
 }
 
-/* wgmma (M > 64 on sm_90a, or forced): the tile shape of least estimated time among 256, 128, 64 and 32 tokens
- * by one or two warpgroups (64 channels each), then as many stages as fit (4 at most). */
+/* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are about two waves of them or more
+ * (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192), else the first preferred shape with a block for nearly every SM, else the
+ * shape with the most blocks. Then the deepest pipeline that fits beside the blocks an SM runs at
+ * once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
 {
-    static const int mts[] = {32, 16, 8, 4}, wns[] = {8, 4};
     if (!c->load)
         c->load = WB_LOAD_CP_ASYNC;
     if (!c->warps_k)
         c->warps_k = 1;
-    int forced_stages = c->stages != 0;
-    wb_config best = *c;
-    double best_cost = 0;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 2; j++) {
+    int64_t sms = t->sm_count_hint;
+    wb_config big = *c, best = *c;
+    big.m_tiles = c->m_tiles ? c->m_tiles : 32;
+    big.warps_n = c->warps_n ? c->warps_n : 8;
+    int64_t best_blocks = -1;
+    if (n % (16 * big.warps_n) == 0 && wgmma_blocks(&big, m, n) * 10 >= 18 * sms) {
+        best = big;
+    } else {
+        for (size_t i = 0; i < WB_COUNT(wgmma_shapes); i++) {
             wb_config x = *c;
-            x.m_tiles = c->m_tiles ? c->m_tiles : mts[i];
-            x.warps_n = c->warps_n ? c->warps_n : wns[j];
-            x.stages = forced_stages ? c->stages : 3;
+            x.m_tiles = c->m_tiles ? c->m_tiles : wgmma_shapes[i][0];
+            x.warps_n = c->warps_n ? c->warps_n : wgmma_shapes[i][1];
             if (n % (16 * x.warps_n))
                 continue;
-            double cost = wgmma_cost(t, f, &x, m, n);
-            if (!best.m_tiles || !best.warps_n || cost < best_cost)
-                best = x, best_cost = cost;
+            int64_t blocks = wgmma_blocks(&x, m, n);
+            if (blocks * 10 >= sms * 9) {
+                best = x;
+                break;
+            }
+            if (blocks > best_blocks)
+                best = x, best_blocks = blocks;
         }
+    }
     *c = best;
     if (!c->m_tiles)
-        c->m_tiles = 8;
+        c->m_tiles = 4;
     if (!c->warps_n)
         c->warps_n = 4;
-    if (!forced_stages) {
+    if (!c->stages) {
         wb_layout lay;
-        for (c->stages = 4, wb_layout_get(f, c, &lay); c->stages > 3 && lay.smem > t->smem_max;
-             wb_layout_get(f, c, &lay))
-            c->stages--;
+        c->stages = 1;
+        wb_layout_get(f, c, &lay);
+        int64_t threads = 32 * c->warps_n, by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads);
+        int64_t per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
+        per_sm = per_sm < by_regs ? per_sm : by_regs;
+        per_sm = per_sm < 1 ? 1 : per_sm;
+        int64_t fit = t->smem_max / (per_sm * lay.stage);
+        c->stages = fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
     }
 }
 
