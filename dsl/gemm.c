@@ -11,10 +11,12 @@ static int needs_scale_tile(const wb_format *f)
 /* One scale per channel covers a warp's whole k64 slice (per-channel scales, or groups of a multiple
  * of 64): apply it to the slice's f32 product (4 fmas per m-tile) instead of to its weights (16 paired
  * fmas), which pays while m_tiles <= 2. A float zero point is added after scaling, so it keeps the
- * scale in the dequant. (wgmma tiles are wide: they scale the weights.) */
+ * scale in the dequant. (wgmma tiles are wide: they scale the weights. So does the batch-invariant
+ * mode, whose rounding must not change with m_tiles.) */
 static int scale_whole_slice(const wb_format *f, const wb_config *cfg)
 {
-    return f->g % WB_SLICE_K == 0 && f->zp != WB_ZP_FP && cfg->m_tiles <= 2 && cfg->mma != WB_MMA_WGMMA;
+    return f->g % WB_SLICE_K == 0 && f->zp != WB_ZP_FP && cfg->m_tiles <= 2 && cfg->mma != WB_MMA_WGMMA &&
+           !cfg->batch_invariant;
 }
 
 wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)

@@ -194,6 +194,8 @@ typedef struct wb_config {
     int stages;    /* pipeline stages (1 = no pipelining) */
     int load;      /* WB_LOAD_* */
     int mma;       /* WB_MMA_* */
+    int batch_invariant; /* 1: every output row has the same bits whatever M is (mma.sync, a split-K
+                          * chosen from N and K alone, scales on the weights); slower at large M */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };
@@ -208,7 +210,9 @@ WB_API wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, i
 /* Kernel-specific shape rules (N and K multiples); WB_ERR_INVALID with the rule on failure. */
 WB_API wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *cfg, int64_t m, int64_t n,
                                        int64_t k);
-/* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync". */
+/* Two configs name the same kernel (every field equal). */
+WB_API int wb_config_equal(const wb_config *a, const wb_config *b);
+/* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync" (",bi=1" when batch-invariant). */
 WB_API int wb_config_print(const wb_config *cfg, char *buf, size_t size);
 
 enum { WB_EMIT_ANNOTATE = 1 };

@@ -106,7 +106,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (!t || !f || !c)
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
     if (!c->mma)
-        c->mma = wants_wgmma(t, c, m, n) ? WB_MMA_WGMMA : WB_MMA_SYNC;
+        c->mma = !c->batch_invariant && wants_wgmma(t, c, m, n) ? WB_MMA_WGMMA : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
         choose_wgmma(t, f, m, n, c);
         return WB_OK;
@@ -115,9 +115,14 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->load = t->features & WB_FEAT_CP_ASYNC ? WB_LOAD_CP_ASYNC : WB_LOAD_LDG;
     /* without cp.async the whole tile lives in registers on its way to shared memory: stay smaller */
     int mt_max = c->load == WB_LOAD_CP_ASYNC ? 8 : 4;
+    /* up to M = 64, 32-token blocks: at M = 64 on 8192 x 8192 they ran in 38 us against 51 us for
+     * 64-token blocks (H200 sweep, docs/perf.md): twice the blocks for the same warps */
     if (!c->m_tiles)
-        c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : mt_max;
+        c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 64 ? 4 : mt_max;
     int small = m <= 64, decode = m <= 16;
+    /* batch-invariant: the K split, and so the order of the f32 sums, depends on K alone */
+    if (c->batch_invariant && !c->warps_k)
+        c->warps_k = k % (4 * WB_KW) == 0 ? 4 : k % (2 * WB_KW) == 0 ? 2 : 1;
     int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
     if (!c->stages)
         c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
@@ -188,10 +193,17 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     return WB_OK;
 }
 
+int wb_config_equal(const wb_config *a, const wb_config *b)
+{
+    return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
+           a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
+           a->batch_invariant == b->batch_invariant;
+}
+
 int wb_config_print(const wb_config *c, char *buf, size_t size)
 {
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s", c->m_tiles, c->warps_n, c->warps_k,
-                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma));
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s", c->m_tiles, c->warps_n, c->warps_k,
+                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma), c->batch_invariant ? ",bi=1" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k,

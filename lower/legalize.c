@@ -67,6 +67,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
+    if (c->batch_invariant && c->mma != WB_MMA_SYNC)
+        return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
+                                           "at every M); got --mma %s", wb_mma_name(c->mma));
     if (c->mma != WB_MMA_SYNC && c->mma != WB_MMA_WGMMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync, wgmma)",
                        wb_mma_name(c->mma));

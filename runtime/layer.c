@@ -29,12 +29,6 @@ struct wb_layer {
     char last_sha256[65];
 };
 
-static int config_equal(const wb_config *a, const wb_config *b)
-{
-    return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
-           a->stages == b->stages && a->load == b->load && a->mma == b->mma;
-}
-
 static int config_complete(const wb_config *c)
 {
     return c->m_tiles && c->warps_n && c->warps_k && c->stages && c->load && c->mma;
@@ -118,6 +112,9 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
     if (cfg && (cfg->m_tiles < 0 || cfg->warps_n < 0 || cfg->warps_k < 0 || cfg->stages < 0 ||
                 cfg->load < 0 || cfg->mma < 0))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: negative config field");
+    if (cfg && cfg->batch_invariant != 0 && cfg->batch_invariant != 1)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: batch_invariant must be 0 or 1 (got %d)",
+                       cfg->batch_invariant);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)
@@ -130,7 +127,7 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
 static wb_status find_kernel(wb_layer *l, const wb_config *cfg, layer_kernel **out)
 {
     for (int i = 0; i < l->nkernels; i++)
-        if (config_equal(&l->kernels[i].cfg, cfg)) {
+        if (wb_config_equal(&l->kernels[i].cfg, cfg)) {
             *out = &l->kernels[i];
             return WB_OK;
         }

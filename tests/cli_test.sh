@@ -105,6 +105,17 @@ if expect 0 "ptx --hash" "" -- $W ptx w4a16 --arch sm_90a --m 1 --n 4096 --k 409
 fi
 expect 0 "ptx --hash m list" "" -- $W ptx w4a16 --arch sm_90a --m 1,16,4096 --hash
 expect 2 "bf16 on sm_75 rejected" "" -- $W ptx w4a16,a=bf16,ws=bf16 --arch sm_75
+if expect 0 "ptx wgmma at large M" "" -- $W ptx w4a16 --arch sm_90a --m 4096 --n 8192 --k 8192 --hash; then
+    grep -q 'mma=wgmma$' "$tmp/out" || fail "M = 4096 on sm_90a does not pick wgmma: $(cat "$tmp/out")"
+fi
+if expect 0 "ptx --batch-invariant" "" -- $W ptx w4a16 --arch sm_90a --m 1,64,4096 --n 8192 --k 8192 \
+    --batch-invariant --hash; then
+    [ "$(grep -c 'mma=mma.sync,bi=1$' "$tmp/out")" -eq 3 ] || fail "--batch-invariant configs: $(cat "$tmp/out")"
+    [ "$(sed 's/.*wk=\([0-9]*\).*/\1/' "$tmp/out" | sort -u | wc -l)" -eq 1 ] ||
+        fail "--batch-invariant split-K changes with M: $(cat "$tmp/out")"
+fi
+expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \
+    $W ptx w4a16 --arch sm_90a --m 4096 --batch-invariant --mma wgmma
 
 # ---- check, against a fake ptxas
 cat >"$tmp/ptxas" <<'FAKE'
@@ -161,7 +172,9 @@ fi
 # ---- selftest / bench usage (no GPU needed)
 if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
-    awk -F'\t' 'NF != 4 { bad = 1 } END { exit bad }' "$tmp/out" || fail "selftest --list: lines are not spec TAB m TAB n TAB k"
+    awk -F'\t' '!(NF == 4 || (NF == 5 && $5 == "--batch-invariant")) { bad = 1 } END { exit bad }' "$tmp/out" ||
+        fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"
+    grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"
 fi
 expect 0 "selftest --list --quick" "" -- $W selftest --list --quick
 expect 2 "selftest bad option" "unknown option" -- $W selftest --arch sm_90a

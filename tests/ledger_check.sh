@@ -24,14 +24,16 @@ if ! "$WARBLE" selftest --list >"$tmp/plan"; then
     exit 1
 fi
 
-# Group the plan by (spec, N, K): "spec n k m1,m2,..." per line.
-awk -F'\t' '{ key = $1 " " $3 " " $4; if (!(key in ms)) { order[++n] = key; ms[key] = $2 }
+# Group the plan by (spec, N, K, config choices): "spec n k choices m1,m2,..." per line ("-": none).
+awk -F'\t' '{ key = $1 " " $3 " " $4 " " ($5 == "" ? "-" : $5); if (!(key in ms)) { order[++n] = key; ms[key] = $2 }
               else ms[key] = ms[key] "," $2 }
             END { for (i = 1; i <= n; i++) print order[i] " " ms[order[i]] }' "$tmp/plan" >"$tmp/groups"
 
 hash_group() {
-    local spec=$1 n=$2 k=$3 ms=$4 id=$5
-    if "$WARBLE" ptx "$spec" --arch "$ARCH" --m "$ms" --n "$n" --k "$k" --hash >"$tmp/$id.out" 2>"$tmp/$id.err"; then
+    local spec=$1 n=$2 k=$3 choices=$4 ms=$5 id=$6
+    [ "$choices" = "-" ] && choices=
+    # shellcheck disable=SC2086 # choices are whole CLI words
+    if "$WARBLE" ptx "$spec" --arch "$ARCH" --m "$ms" --n "$n" --k "$k" $choices --hash >"$tmp/$id.out" 2>"$tmp/$id.err"; then
         sed "s|\$|  $spec|" "$tmp/$id.out" >"$tmp/$id.hashes"
     else
         echo "ERROR $spec n=$n k=$k m=$ms: $(tail -n 1 "$tmp/$id.err")" >"$tmp/$id.fail"
@@ -40,7 +42,7 @@ hash_group() {
 export -f hash_group
 export WARBLE ARCH tmp
 
-awk '{ printf "%s %s %s %s %05d\n", $1, $2, $3, $4, NR }' "$tmp/groups" |
+awk '{ printf "%s %s %s %s %s %05d\n", $1, $2, $3, $4, $5, NR }' "$tmp/groups" |
     xargs -P "$JOBS" -L 1 bash -c 'hash_group "$@"' _
 
 errors=0

@@ -256,6 +256,45 @@ END_TEST
 
 /* The instruction table holds the facts of ../shared/ptx/MATRIX.md that lowering depends on, agrees with
  * the targets' feature bits, and every MMA or copy form the kernels emit is native where emitted. */
+/* Batch-invariant configs: mma.sync with one split-K at every M (the f32 sums of a row happen in the
+ * same order), the scale always on the weights, and wgmma refused; the flag is part of the config's
+ * identity. Without it, the heuristic does pick different instructions and splits across M. */
+START_TEST(batch_invariant_configs)
+{
+    static const int64_t ms[] = {1, 7, 16, 64, 300, 4096};
+    const char *specs[] = {"w4a16", "mxfp4", "a=f16,w=int8,g=0"};
+    for (int s = 0; s < 3; s++) {
+        wb_format f = fmt(specs[s]);
+        int wk = -1, plain_mma = 0, plain_wk = -1, plain_varies = 0;
+        for (int i = 0; i < 6; i++) {
+            wb_config c = {.batch_invariant = 1}, p = {0};
+            ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[i], 4096, 8192, &c), WB_OK);
+            ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[i], 4096, 8192, &p), WB_OK);
+            ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+            ck_assert_int_eq(c.batch_invariant, 1);
+            if (wk < 0)
+                wk = c.warps_k, plain_wk = p.warps_k;
+            ck_assert_int_eq(c.warps_k, wk);
+            plain_varies |= p.warps_k != plain_wk;
+            plain_mma |= p.mma == WB_MMA_WGMMA;
+            char *ptx = NULL;
+            ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+            ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
+            free(ptx);
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0}));
+        }
+        ck_assert(plain_varies && plain_mma); /* the property is not free */
+    }
+    wb_format f = fmt("w4a16");
+    wb_config c = {.batch_invariant = 1, .mma = WB_MMA_WGMMA};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 4096, 4096, &c), WB_OK);
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "batch-invariant mode uses mma.sync"));
+    ck_assert_ptr_null(ptx);
+}
+END_TEST
+
 START_TEST(instruction_table)
 {
     struct { int family; wb_arch arch; wb_isa_status want; } facts[] = {
@@ -344,6 +383,7 @@ int main(void)
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
     tcase_add_test(t, instruction_table);
+    tcase_add_test(t, batch_invariant_configs);
     tcase_add_test(t, arch_names);
     suite_add_tcase(s, t);
     return wbt_run(s);

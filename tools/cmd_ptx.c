@@ -20,12 +20,6 @@ typedef struct pick {
 
 #define PTX_OPTS (OPT(O_ARCH) | CLI_SHAPE_OPTS | CLI_CONFIG_OPTS)
 
-static int same_config(const wb_config *x, const wb_config *y)
-{
-    return x->m_tiles == y->m_tiles && x->warps_n == y->warps_n && x->warps_k == y->warps_k &&
-           x->stages == y->stages && x->load == y->load && x->mma == y->mma;
-}
-
 static int parse_common(int argc, char **argv, uint64_t extra, cli_args *a, wb_format *f)
 {
     int rc = cli_parse(argc, argv, PTX_OPTS | extra, 1, a);
@@ -61,7 +55,7 @@ static int pick_kernels(const cli_args *a, const wb_format *f, pick *p, int *cou
             return cli_lib_fail(s, ctx);
         }
         int j = 0;
-        while (j < *count && !same_config(&p[j].cfg, &cfg))
+        while (j < *count && !wb_config_equal(&p[j].cfg, &cfg))
             j++;
         if (j == *count) {
             memset(&p[j], 0, sizeof p[j]);

@@ -21,8 +21,12 @@
 typedef struct plan_case {
     char spec[512];
     int64_t m, n, k;
-    int full; /* compare every element */
+    int full;      /* compare every element */
+    int invariant; /* batch-invariant mode: rows of M = m must match rows of M = INVARIANT_M bitwise */
 } plan_case;
+
+/* The batch-invariance cases run M = INVARIANT_M and compare every smaller M's rows against it. */
+#define INVARIANT_M 300
 
 typedef struct plan {
     plan_case *c;
@@ -40,7 +44,7 @@ static int plan_add(plan *p, const char *spec, int64_t m, int64_t n, int64_t k, 
     }
     plan_case *c = &p->c[p->count++];
     snprintf(c->spec, sizeof c->spec, "%s", spec);
-    c->m = m, c->n = n, c->k = k, c->full = full;
+    c->m = m, c->n = n, c->k = k, c->full = full, c->invariant = 0;
     return 0;
 }
 
@@ -121,6 +125,20 @@ static int plan_catalog(plan *p, int quick)
             for (int m = 0; m < 4 && !rc; m++)
                 if (!quick || (j == 0 && m == (int)i % 4))
                     rc = plan_add(p, big[i], ms[m], nk[j][0], nk[j][1], 0);
+    return rc;
+}
+
+/* Part (c): the batch-invariant mode, for a few formats: each M's rows against M = INVARIANT_M. */
+static int plan_invariant(plan *p, int quick)
+{
+    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "mxfp4", "a=f16,w=int8,g=128"};
+    static const int64_t ms[] = {1, 7, 16, 64, INVARIANT_M};
+    int rc = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if (!quick || s == 0)
+                if (!(rc = plan_add(p, specs[s], ms[i], 1024, 2048, 0)))
+                    p->c[p->count - 1].invariant = 1;
     return rc;
 }
 
@@ -391,13 +409,13 @@ typedef struct dev {
     wb_devptr a, out;
 } dev;
 
-/* Poison, launch, sync, download into dst. */
-static wb_status launch(selftest *t, dev *d, const cli_host *h, void *dst)
+/* Poison, launch the first m rows, sync, download into dst. */
+static wb_status launch_m(selftest *t, dev *d, const cli_host *h, int64_t m, void *dst)
 {
-    size_t ob = h->lay.bytes[F_OUT];
-    wb_status s = wb_gpu_memset(t->gpu, d->out, 0xFF, ob);
+    size_t ob = h->lay.bytes[F_OUT] / (size_t)h->m * (size_t)m;
+    wb_status s = wb_gpu_memset(t->gpu, d->out, 0xFF, h->lay.bytes[F_OUT]);
     if (s == WB_OK)
-        s = wb_layer_gemm(d->layer, h->m, d->a, d->out, NULL);
+        s = wb_layer_gemm(d->layer, m, d->a, d->out, NULL);
     if (s == WB_OK)
         s = wb_gpu_sync(t->gpu);
     if (s == WB_OK)
@@ -405,12 +423,45 @@ static wb_status launch(selftest *t, dev *d, const cli_host *h, void *dst)
     return s;
 }
 
-/* Run a case; returns 0 and fills cfg/sha, or fills why. With `twice`, also checks determinism. */
-static int run_gpu(selftest *t, cli_host *h, int twice, char *sha, char *cfg, char *why, size_t wsz)
+static wb_status launch(selftest *t, dev *d, const cli_host *h, void *dst)
+{
+    return launch_m(t, d, h, h->m, dst);
+}
+
+/* Batch invariance: the first m rows at M = m must be the bits of the M = h->m run (in h's output).
+ * Returns 0 and fills sha/cfg of the M = m kernel, or fills why. */
+static int check_invariant(selftest *t, dev *d, const cli_host *h, int64_t m, char *sha, char *cfg, char *why,
+                           size_t wsz)
+{
+    size_t bytes = h->lay.bytes[F_OUT] / (size_t)h->m * (size_t)m;
+    void *rows = malloc(bytes);
+    wb_config c;
+    wb_status s = rows ? launch_m(t, d, h, m, rows) : WB_ERR_NOMEM;
+    if (s == WB_OK)
+        s = wb_layer_last_kernel(d->layer, &c, sha);
+    int rc = s != WB_OK;
+    if (rc)
+        snprintf(why, wsz, "M=%lld: %s", (long long)m, rows ? wb_last_error() : "out of host memory");
+    else if (memcmp(rows, h->buf[F_OUT], bytes) != 0)
+        snprintf(why, wsz, "not batch-invariant: rows at M=%lld differ bitwise from M=%lld", (long long)m,
+                 (long long)h->m), rc = 1;
+    if (s == WB_OK)
+        wb_config_print(&c, cfg, 160);
+    free(rows);
+    return rc;
+}
+
+/* Run a case; returns 0 and fills cfg/sha, or fills why. With `twice`, also checks determinism; with
+ * `invariant_m` (> 0), runs in batch-invariant mode and checks the rows of M = invariant_m too, whose
+ * kernel goes to sha2/cfg2. */
+static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, char *sha, char *cfg, char *sha2,
+                   char *cfg2, char *why, size_t wsz)
 {
     dev d = {0};
     const char *step = "wb_layer_create";
     wb_status s = wb_layer_create(t->gpu, &h->f, h->n, h->k, &h->hw, &d.layer);
+    if (s == WB_OK && invariant_m > 0 && (step = "wb_layer_set_config", 1))
+        s = wb_layer_set_config(d.layer, &(wb_config){.batch_invariant = 1});
     if (s == WB_OK && (step = "wb_gpu_alloc", 1))
         s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_A], &d.a);
     if (s == WB_OK)
@@ -433,6 +484,8 @@ static int run_gpu(selftest *t, cli_host *h, int twice, char *sha, char *cfg, ch
             snprintf(why, wsz, "not deterministic: two runs differ bitwise"), rc = 1;
         free(again);
     }
+    if (!rc && invariant_m > 0)
+        rc = check_invariant(t, &d, h, invariant_m, sha2, cfg2, why, wsz);
     if (d.a)
         wb_gpu_free(t->gpu, d.a);
     if (d.out)
@@ -445,20 +498,23 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
 {
     wb_format f;
     cli_host h;
-    char spec[512] = "", why[768] = "", sha[65] = "", cfg[160] = "";
+    char spec[512] = "", why[768] = "", sha[65] = "", cfg[160] = "", sha2[65] = "", cfg2[160] = "";
+    /* an invariance case computes M = INVARIANT_M against the reference and its own M against that */
+    int64_t m = pc->invariant ? INVARIANT_M : pc->m, invariant_m = pc->invariant ? pc->m : 0;
     double err = NAN;
     int64_t bad = 0;
     int ok = 0;
     cli_rng rng = {t->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(index + 1))};
     if (wb_format_parse(pc->spec, &f) != WB_OK) {
         snprintf(why, sizeof why, "bad spec: %s", wb_last_error());
-    } else if (cli_host_alloc(&h, &f, pc->m, pc->n, pc->k) != 0) {
+    } else if (cli_host_alloc(&h, &f, m, pc->n, pc->k) != 0) {
         snprintf(why, sizeof why, "out of host memory");
     } else {
         cli_spec_str(&f, spec, sizeof spec);
         cli_host_random_acts(&h, &rng);
         cli_host_random_weights(&h, &rng);
-        if (run_gpu(t, &h, twice, sha, cfg, why, sizeof why) == 0 && compare(&h, &rng, pc->full, &err, &bad) == 0) {
+        if (run_gpu(t, &h, twice, invariant_m, sha, cfg, sha2, cfg2, why, sizeof why) == 0 &&
+            compare(&h, &rng, pc->full, &err, &bad) == 0) {
             double tol = tolerance(&f);
             if (bad)
                 snprintf(why, sizeof why, "%lld non-finite outputs where the reference is finite", (long long)bad);
@@ -473,13 +529,16 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
     }
     if (sha[0])
         record_kernel(t, sha, spec, cfg, isnan(err) ? 0 : err, !ok);
+    if (sha2[0])
+        record_kernel(t, sha2, spec, cfg2, isnan(err) ? 0 : err, !ok);
     if (ok)
         t->passed++;
     else
         t->failed++;
     printf("%s %s m=%lld n=%lld k=%lld%s %s err=%.3e%s%s\n", ok ? "ok  " : "FAIL", pc->spec,
-           (long long)pc->m, (long long)pc->n, (long long)pc->k, twice ? " (twice, bitwise)" : "",
-           cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
+           (long long)pc->m, (long long)pc->n, (long long)pc->k,
+           pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" : twice ? " (twice, bitwise)" : "",
+           cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
 }
 
@@ -493,7 +552,8 @@ int cmd_selftest(int argc, char **argv)
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
     int quick = cli_has(&a, O_QUICK);
-    if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)))
+    if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;
@@ -514,8 +574,8 @@ int cmd_selftest(int argc, char **argv)
     }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)
-            printf("%s\t%lld\t%lld\t%lld\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
-                   (long long)p.c[i].k);
+            printf("%s\t%lld\t%lld\t%lld%s\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
+                   (long long)p.c[i].k, p.c[i].invariant ? "\t--batch-invariant" : "");
         goto done;
     }
     if (cli_has(&a, O_SEED)) {
