@@ -13,8 +13,8 @@ static const char *const templates[WB_OP_COUNT] = {
 #undef X
 };
 
-static const char *const rc_prefix[WB_RC_COUNT] = {"%p", "%h", "%r", "%rd", "%f"};
-static const char *const rc_type[WB_RC_COUNT] = {"pred", "b16", "b32", "b64", "f32"};
+static const char *const rc_prefix[WB_RC_COUNT] = {"%p", "%h", "%r", "%rd", "%f", "%c"};
+static const char *const rc_type[WB_RC_COUNT] = {"pred", "b16", "b32", "b64", "f32", "b8"};
 
 static void print_opnd(wb_buf *b, const wb_func *f, wb_opnd o)
 {

@@ -13,8 +13,9 @@ typedef enum wb_op {
     WB_OP_COUNT
 } wb_op;
 
-/* Register classes, each printed with its own prefix and .reg line. */
-typedef enum wb_rc { WB_RC_PRED, WB_RC_B16, WB_RC_B32, WB_RC_B64, WB_RC_F32, WB_RC_COUNT } wb_rc;
+/* Register classes, each printed with its own prefix and .reg line (b8: the byte operand of the fp4
+ * conversions, filled by unpacking a b32). */
+typedef enum wb_rc { WB_RC_PRED, WB_RC_B16, WB_RC_B32, WB_RC_B64, WB_RC_F32, WB_RC_B8, WB_RC_COUNT } wb_rc;
 
 typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_HEX, WB_O_TEXT, WB_O_LIST } wb_opnd_kind;
 
@@ -43,8 +44,11 @@ typedef struct wb_insn {
     int guard_neg;       /* guard on the predicate being false (`@!%p`) */
 } wb_insn;
 
+struct wb_target;
+
 typedef struct wb_func {
     wb_arena *arena;
+    const struct wb_target *target; /* the target it is lowered for (lower/target.h); NULL: none known */
     wb_insn *insns;
     int ninsns, cap;
     int nregs;

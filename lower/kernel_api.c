@@ -30,6 +30,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
     s = wb_kernel_validate(k);
     wb_func fn;
     wb_func_init(&fn, k->arena);
+    fn.target = t; /* what the dequant may use (the hardware fp4 conversion) */
     int annotate = (flags & WB_EMIT_ANNOTATE) != 0;
     if (!s)
         s = wb_lower_gemm(k, t, annotate, &fn);

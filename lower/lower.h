@@ -16,7 +16,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`
  * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs); writes the
  * 16 T-pair registers of the 4 k16 steps in MMA A order (step * 4 + reg). `scaled` = 0 leaves the
- * scale out (code - zero only: the caller scales the f32 product) and reads only the zero pairs. */
+ * scale out (code - zero only: the caller scales the f32 product) and reads only the zero pairs.
+ * f->target, when set, may pick a cheaper exact rule (the hardware e2m1 conversion). */
 void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16]);
 

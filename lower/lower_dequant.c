@@ -1,6 +1,6 @@
 /* wb_lower_dequant: packed codes of one warp's k64 slice -> 16-bit MMA A fragments, scaled.
  *
- * Three rules, chosen by the element type alone (annotated in the PTX):
+ * Three rules, chosen by the element type (annotated in the PTX), and one by the target:
  *  - integer codes: the planes of each register pair are gathered with lop3 straight into the
  *    mantissa of a magic number (1024 in f16, 128 in bf16); one fma subtracts magic + zero, exactly.
  *    A code of one plane (1, 2 or 4 bits) may sit `lift` bits up inside the mantissa, where a shift
@@ -10,6 +10,11 @@
  *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
  *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
  *    included).
+ *  - e2m1 into f16 where the target converts fp4 in hardware (WB_FEAT_CVT_FP4: sm_100a, sm_103a,
+ *    sm_120a): the nibbles of a k16 step are regrouped into one byte per pair (shr, shl, two lop3,
+ *    one unpacking mov) and one cvt.rn.f16x2.e2m1x2 per pair gives the exact values: 9 instructions
+ *    per step instead of the bit moves' 27 (13 and 31 with the scale fma). There is no bf16x2 form
+ *    (ptxas 13.0: "Unexpected instruction types"), so bf16 keeps the bit moves.
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
@@ -35,6 +40,8 @@ typedef struct dq {
     wb_reg const_reg[32];
     int nshift;          /* shifted words, shared between fields */
     struct { int word, shift; wb_reg r; } shifted[32];
+    int byte_step;       /* hardware e2m1: the step whose bytes are in byte[] (-1: none yet) */
+    wb_reg byte[4];      /* its code pair bytes, per register */
 } dq;
 
 static wb_opnd konst(dq *d, uint32_t bits)
@@ -190,6 +197,46 @@ static wb_reg float_value(dq *d, const wb_reg *words, const wb_codes *cs, int st
     return fma2(d, x, konst(d, pair(factor)), konst(d, 0x80008000u));
 }
 
+/* A step's e2m1 codes as one byte per register pair, low nibble the first code (the low half of the
+ * pair, which cvt.rn.f16x2.e2m1x2 converts from the low nibble). The 4-bit plane keeps the step in
+ * one word with register r's codes at bits 4r and 16 + 4r: nibbles n0..n3 are the first codes of
+ * registers 0..3, n4..n7 the second ones. Bytes 0-1 keep n0, n2 and take n4, n6 from w >> 12;
+ * bytes 2-3 keep n5, n7 and take n1, n3 from w << 12: bytes (n0,n4) (n2,n6) (n1,n5) (n3,n7) are
+ * registers 0, 2, 1, 3. One mov unpacks them (no SASS of its own: the F2FP reads a byte of a
+ * register). */
+static void e2m1_bytes(dq *d, const wb_reg *words, const wb_codes *cs, int step)
+{
+    int word, bit;
+    wb_plane_field(&cs->plane[0], step, 0, &word, &bit);
+    wb_reg w = words[word];
+    wb_reg down = emit3(d, WB_OP_SHR, "u32", wb_r(w), wb_imm(12));
+    wb_reg up = emit3(d, WB_OP_SHL, "b32", wb_r(w), wb_imm(12));
+    wb_reg x = lop3(d, wb_r(w), wb_r(down), wb_hex(0xF0F00F0Fu), 0xE4); /* (a & c) | (b & ~c) */
+    wb_reg y = lop3(d, wb_r(up), wb_r(x), wb_hex(0x0F0F0000u), 0xE4);
+    for (int r = 0; r < 4; r++)
+        d->byte[r] = wb_new_reg(d->f, WB_RC_B8);
+    wb_emit(d->f, WB_OP_UNPACK_B8X4, NULL, 5, wb_r(d->byte[0]), wb_r(d->byte[2]), wb_r(d->byte[1]),
+            wb_r(d->byte[3]), wb_r(y));
+    d->byte_step = step;
+}
+
+/* e2m1 codes -> their value in f16 by the hardware conversion, exactly (every e2m1 value is an f16). */
+static wb_reg e2m1_cvt_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
+{
+    if (d->byte_step != step)
+        e2m1_bytes(d, words, cs, step);
+    wb_reg r = wb_new_reg(d->f, WB_RC_B32);
+    wb_emit(d->f, WB_OP_CVT, "rn.f16x2.e2m1x2", 2, wb_r(r), wb_r(d->byte[reg]));
+    return r;
+}
+
+/* The hardware rule applies: e2m1 into f16 on a target with the fp4 conversion. */
+static int hw_e2m1(const wb_func *f, const wb_format *fmt)
+{
+    return fmt->a.kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.ebits == 2 &&
+           fmt->w.mbits == 1 && f->target && (f->target->features & WB_FEAT_CVT_FP4);
+}
+
 static wb_reg prmt3(dq *d, wb_opnd a, wb_opnd b, wb_reg sel)
 {
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
@@ -238,14 +285,18 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, in
                       const wb_reg *scales, wb_reg out[16])
 {
     dq d = {.f = f, .fmt = fmt, .ty = fmt->a.kind == WB_KIND_BF16 ? "bf16x2" : "f16x2",
-            .bf = fmt->a.kind == WB_KIND_BF16};
+            .bf = fmt->a.kind == WB_KIND_BF16, .byte_step = -1};
     d.magic = d.bf ? 0x4300 : 0x6400;
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
-    int is_float = fmt->w.kind == WB_KIND_FLOAT, is_table = fmt->w.kind == WB_KIND_TABLE;
+    int is_float = fmt->w.kind == WB_KIND_FLOAT, is_table = fmt->w.kind == WB_KIND_TABLE, hw = hw_e2m1(f, fmt);
     const char *scaling = scaled ? "one fma by the group scale" : "unscaled (the f32 product is scaled)";
     char note[240];
-    if (is_table)
+    if (hw)
+        snprintf(note, sizeof note, "dequant rule: e2m1 -> f16 by the hardware cvt.rn.f16x2.e2m1x2 (%s): shr, shl "
+                 "and two lop3 regroup a step's nibbles into a byte per pair, one mov unpacks them; %s",
+                 f->target->name, scaling);
+    else if (is_table)
         snprintf(note, sizeof note, "dequant rule: 16-entry table (%s) in 8 registers, three levels of prmt "
                  "pick each code's value; %s", fmt->w.ebits ? "lut4" : "nf4", scaling);
     else if (is_float)
@@ -270,7 +321,8 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, in
         for (int reg = 0; reg < 4; reg++) {
             int row = reg & 1; /* registers 0 and 2: channel gid; 1 and 3: gid + 8 */
             const wb_reg *rec = &scales[gi * 4];
-            wb_reg v = is_table ? table_value(&d, words, &cs, step, reg)
+            wb_reg v = hw         ? e2m1_cvt_value(&d, words, &cs, step, reg)
+                       : is_table ? table_value(&d, words, &cs, step, reg)
                        : is_float ? float_value(&d, words, &cs, step, reg)
                                   : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
             if (!scaled) {

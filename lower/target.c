@@ -7,6 +7,7 @@
 
 #define AMPERE (WB_FEAT_MMA_K16 | WB_FEAT_BF16 | WB_FEAT_CP_ASYNC | WB_FEAT_LDMATRIX)
 #define HOPPER_ON (AMPERE | WB_FEAT_TMA | WB_FEAT_GRIDDEP) /* what every target from sm_90 on has */
+#define BLACKWELL_ON (HOPPER_ON | WB_FEAT_CVT_FP4)          /* the 'a' targets from sm_100a on */
 
 static const wb_target targets[WB_ARCH_COUNT] = {
     {WB_ARCH_SM75, "sm_75", "sm_75", "7.8", 7, 5, WB_FEAT_LDMATRIX, 64 * 1024, 40},
@@ -14,9 +15,9 @@ static const wb_target targets[WB_ARCH_COUNT] = {
     {WB_ARCH_SM86, "sm_86", "sm_86", "7.8", 8, 6, AMPERE, 99 * 1024, 84},
     {WB_ARCH_SM89, "sm_89", "sm_89", "7.8", 8, 9, AMPERE, 99 * 1024, 128},
     {WB_ARCH_SM90A, "sm_90a", "sm_90a", "8.0", 9, 0, HOPPER_ON | WB_FEAT_WGMMA, 227 * 1024, 132},
-    {WB_ARCH_SM100A, "sm_100a", "sm_100a", "8.6", 10, 0, HOPPER_ON | WB_FEAT_TCGEN05, 227 * 1024, 148},
-    {WB_ARCH_SM103A, "sm_103a", "sm_103a", "8.8", 10, 3, HOPPER_ON | WB_FEAT_TCGEN05, 227 * 1024, 148},
-    {WB_ARCH_SM120A, "sm_120a", "sm_120a", "8.7", 12, 0, HOPPER_ON, 99 * 1024, 84},
+    {WB_ARCH_SM100A, "sm_100a", "sm_100a", "8.6", 10, 0, BLACKWELL_ON | WB_FEAT_TCGEN05, 227 * 1024, 148},
+    {WB_ARCH_SM103A, "sm_103a", "sm_103a", "8.8", 10, 3, BLACKWELL_ON | WB_FEAT_TCGEN05, 227 * 1024, 148},
+    {WB_ARCH_SM120A, "sm_120a", "sm_120a", "8.7", 12, 0, BLACKWELL_ON, 99 * 1024, 84},
 };
 
 const wb_target *wb_target_get(wb_arch a)

@@ -13,6 +13,7 @@ enum {
     WB_FEAT_TMA = 1 << 5,
     WB_FEAT_TCGEN05 = 1 << 6,
     WB_FEAT_GRIDDEP = 1 << 7,    /* griddepcontrol: programmatic dependent launch (sm_90 and newer) */
+    WB_FEAT_CVT_FP4 = 1 << 8,    /* cvt.rn.f16x2.e2m1x2: a byte of two fp4 -> an f16 pair, one F2FP */
 };
 
 typedef struct wb_target {

@@ -1,7 +1,9 @@
 /* The dequant rules, checked exactly on the CPU: the instruction IR that wb_lower_dequant emits is
  * run by a small interpreter on packed codes and scale records from wb_pack_weights, for every lane
  * of a 16 x 64 tile, and each result must equal the 16-bit rounding of (val_w - zero) * scale, or, in
- * the unscaled mode (the scale goes to the f32 product), val_w - zero exactly. */
+ * the unscaled mode (the scale goes to the f32 product), val_w - zero exactly. The hardware e2m1
+ * rule (a target with WB_FEAT_CVT_FP4) is run with cvt.rn.f16x2.e2m1x2 modelled from the reference
+ * codec, on every pair of codes at every position of every lane. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,12 +12,32 @@
 #include "lower/lower.h"
 #include "testutil.h"
 
+/* ck_assert_msg for the per-lane, per-value checks: Check logs every passed assertion (a write per
+ * call in fork mode), which would dominate the exhaustive walks; this one reports only failures. */
+#define CHECK(cond, ...)                 \
+    do {                                 \
+        if (!(cond))                     \
+            ck_abort_msg(__VA_ARGS__);   \
+    } while (0)
+
 static double half_to_double(int bf, uint32_t h) { return bf ? wb_bf16_to_double((uint16_t)h) : wb_f16_to_double((uint16_t)h); }
 static uint32_t double_to_half(int bf, double v) { return bf ? wb_bf16_from_double(v) : wb_f16_from_double(v); }
 
 static uint32_t opnd(const uint32_t *regs, wb_opnd o)
 {
     return o.kind == WB_O_REG ? regs[o.v] : (uint32_t)o.v;
+}
+
+/* cvt.rn.f16x2.e2m1x2 d, b: the low nibble of the byte b to the low half of d, the high nibble to
+ * the high half (PTX ISA), each converted exactly (every e2m1 value is an f16). */
+static uint32_t cvt_f16x2_e2m1x2(const wb_func *f, wb_opnd src, const uint32_t *regs)
+{
+    CHECK(src.kind == WB_O_REG && f->reg_class[src.v] == WB_RC_B8, "the e2m1x2 source must be a .b8 register");
+    uint32_t b = regs[src.v];
+    CHECK(b < 256, "a .b8 register holds 0x%x", b);
+    wb_type e2m1;
+    CHECK(wb_type_parse("e2m1", &e2m1) == 0, "e2m1 is a type");
+    return wb_f16_from_double(wb_type_decode(e2m1, b & 15)) | (uint32_t)wb_f16_from_double(wb_type_decode(e2m1, b >> 4)) << 16;
 }
 
 /* fma on both 16-bit halves, exact in double, rounded once */
@@ -58,7 +80,7 @@ static void run(const wb_func *f, uint32_t *regs)
             uint32_t sel = opnd(regs, in->o[3]), r = 0;
             for (int b = 0; b < 4; b++) {
                 int n = sel >> (4 * b) & 15;
-                ck_assert_msg(n < 8, "prmt sign-replicate mode is not modelled");
+                CHECK(n < 8, "prmt sign-replicate mode is not modelled");
                 r |= (uint32_t)(bytes >> (8 * n) & 0xFF) << (8 * b);
             }
             *d = r;
@@ -67,13 +89,70 @@ static void run(const wb_func *f, uint32_t *regs)
         case WB_OP_FMA_X2:
             *d = fma_x2(!strcmp(in->type, "bf16x2"), opnd(regs, in->o[1]), opnd(regs, in->o[2]), opnd(regs, in->o[3]));
             break;
+        case WB_OP_UNPACK_B8X4: /* mov.b32 {d0, d1, d2, d3}, s: byte i of s to di */
+            for (int b = 0; b < 4; b++) {
+                CHECK(f->reg_class[in->o[b].v] == WB_RC_B8, "unpacking into a .b8 register");
+                regs[in->o[b].v] = opnd(regs, in->o[4]) >> (8 * b) & 0xFF;
+            }
+            break;
+        case WB_OP_CVT:
+            CHECK(!strcmp(in->type, "rn.f16x2.e2m1x2"), "cvt.%s is not modelled", in->type);
+            *d = cvt_f16x2_e2m1x2(f, in->o[1], regs);
+            break;
         default: ck_abort_msg("the dequant emitted an op the test does not model: %d", in->op);
         }
     }
 }
 
-static void check_mode(const char *spec, uint64_t *st, int scaled)
+/* The 16 x 32 register pairs of a tile (two k-adjacent 4-bit codes each) over 256 tiles: position
+ * p of tile t holds the byte perm[p][t], first code in the low nibble, from a random permutation of
+ * 0..255 per position. Every pair of codes comes at every position of every lane, while the codes
+ * of different positions stay unrelated (a bug that mixes fields shows). */
+typedef uint8_t pair_walk[16 * 32][256];
+
+static void pair_walk_init(pair_walk w, uint64_t *st)
 {
+    for (int p = 0; p < 16 * 32; p++) {
+        for (int t = 0; t < 256; t++)
+            w[p][t] = (uint8_t)t;
+        for (int t = 255; t > 0; t--) {
+            int j = (int)(wbt_next(st) % (uint64_t)(t + 1));
+            uint8_t x = w[p][t];
+            w[p][t] = w[p][j];
+            w[p][j] = x;
+        }
+    }
+}
+
+/* How one tile is checked: scaled or not, the target the dequant is lowered for (NULL: none, the
+ * rules every target runs), and the codes: random, or (walk set, 4-bit codes) tile `tile` of it. */
+typedef struct mode {
+    int scaled;
+    const wb_target *target;
+    uint8_t (*walk)[256];
+    int tile;
+} mode;
+
+/* What the dequant emitted: instructions (comments excluded) and hardware e2m1 conversions. */
+typedef struct emitted {
+    int insns, cvts;
+} emitted;
+
+static uint8_t tile_code(const wb_format *f, uint64_t *st, const mode *md, int row, int col)
+{
+    if (md->walk)
+        return (uint8_t)(md->walk[row * 32 + col / 2][md->tile] >> (4 * (col & 1)) & 15);
+    uint8_t c;
+    do
+        c = (uint8_t)(wbt_next(st) & ((1u << f->w.bits) - 1));
+    while (!isfinite(wb_format_weight_value(f, c)));
+    return c;
+}
+
+static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
+{
+    int scaled = md->scaled;
+    emitted em = {0, 0};
     wb_format f;
     ck_assert_msg(wb_format_parse(spec, &f) == WB_OK, "%s: %s", spec, wb_last_error());
     int bf = f.a.kind == WB_KIND_BF16, bits = f.w.bits;
@@ -82,10 +161,9 @@ static void check_mode(const char *spec, uint64_t *st, int scaled)
     uint8_t codes[16 * 64], zero[16 * 4];
     unsigned char scale[16 * 4 * 4], zf[16 * 4 * 4];
     int sb = wb_type_file_bytes(f.ws);
+    ck_assert(!md->walk || bits == 4);
     for (int i = 0; i < n * k; i++)
-        do
-            codes[i] = (uint8_t)(wbt_next(st) & ((1u << bits) - 1));
-        while (!isfinite(wb_format_weight_value(&f, codes[i])));
+        codes[i] = tile_code(&f, st, md, i / k, i % k);
     for (int i = 0; i < n * groups; i++) {
         zero[i] = (uint8_t)(wbt_next(st) & ((1u << bits) - 1));
         double s = ((double)(wbt_next(st) % 2000) / 1000.0 - 1.0) * 0.05 + 0.001;
@@ -103,8 +181,9 @@ static void check_mode(const char *spec, uint64_t *st, int scaled)
     wb_arena *arena = wb_arena_create();
     wb_func fn;
     wb_func_init(&fn, arena);
+    fn.target = md->target;
     wb_layout lay;
-    wb_config cfg = {1, 1, 1, 2, WB_LOAD_CP_ASYNC, WB_MMA_SYNC};
+    wb_config cfg = {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .stages = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_SYNC};
     wb_layout_get(&f, &cfg, &lay);
     int gpc = lay.groups_per_chunk;
     wb_reg words[8], recs[16], out[16];
@@ -115,10 +194,14 @@ static void check_mode(const char *spec, uint64_t *st, int scaled)
     if (!scaled && (f.zp == WB_ZP_FP || gpc != 1)) { /* the unscaled mode needs one scale per slice */
         wb_arena_destroy(arena);
         wb_packed_free(&p);
-        return;
+        return em;
     }
     wb_lower_dequant(&fn, &f, gpc, scaled, words, recs, out);
     ck_assert(!fn.oom);
+    for (int i = 0; i < fn.ninsns; i++) {
+        em.insns += fn.insns[i].op != WB_OP_COMMENT;
+        em.cvts += fn.insns[i].op == WB_OP_CVT;
+    }
     uint32_t *regs = calloc((size_t)fn.nregs, sizeof *regs);
     const uint32_t *pw = p.w;
     const uint16_t *ps = p.scale;
@@ -164,7 +247,7 @@ static void check_mode(const char *spec, uint64_t *st, int scaled)
                         want = half_to_double(bf, double_to_half(bf, v * s));
                     }
                     double got = half_to_double(bf, regs[out[step * 4 + reg].id] >> (16 * half) & 0xFFFF);
-                    ck_assert_msg(got == want || (got == 0 && want == 0), "%s: lane %d step %d reg %d half %d "
+                    CHECK(got == want || (got == 0 && want == 0), "%s: lane %d step %d reg %d half %d "
                                   "(row %d, col %d, code 0x%x): got %.9g, want %.9g", spec, lane, step, reg, half,
                                   row, col, codes[row * k + col], got, want);
                 }
@@ -172,6 +255,13 @@ static void check_mode(const char *spec, uint64_t *st, int scaled)
     free(regs);
     wb_arena_destroy(arena);
     wb_packed_free(&p);
+    return em;
+}
+
+static void check_mode(const char *spec, uint64_t *st, int scaled)
+{
+    mode md = {scaled, NULL, NULL, 0};
+    check_tile(spec, st, &md);
 }
 
 static void check_format(const char *spec, uint64_t *st)
@@ -239,6 +329,49 @@ START_TEST(scale_types_blocks_and_presets)
 }
 END_TEST
 
+static pair_walk walk;
+
+/* The first `tiles` tiles of the pair walk, scaled and unscaled, lowered for `arch`; returns what the
+ * scaled tile emitted (the same for every tile). */
+static emitted check_e2m1_pairs(const char *spec, wb_arch arch, int tiles)
+{
+    emitted em = {0, 0};
+    uint64_t st = wbt_seed() ^ 0xe2a1;
+    for (int t = 0; t < tiles; t++)
+        for (int scaled = 1; scaled >= 0; scaled--) {
+            mode md = {scaled, wb_target_get(arch), walk, t};
+            emitted e = check_tile(spec, &st, &md);
+            if (scaled)
+                em = e;
+        }
+    return em;
+}
+
+START_TEST(hardware_e2m1)
+{
+    const char *f16[] = {"a=f16,w=e2m1,ws=e8m0,g=32", "a=f16,w=e2m1,ws=f16,g=0", "a=f16,w=e2m1,ws=e4m3,g=16,wgs=1",
+                         "a=f16,w=e2m1,ws=f32,g=64"};
+    const char *bf16[] = {"mxfp4", "nvfp4-a16"};
+    uint64_t st = wbt_seed() ^ 0x3a1c;
+    pair_walk_init(walk, &st);
+    for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
+        emitted bits = check_e2m1_pairs(f16[i], WB_ARCH_SM90A, 1);
+        for (int a = 0; a < WB_ARCH_COUNT; a++) {
+            /* all 256 tiles where the hardware rule is used; the bit moves are every_small_float's */
+            int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP4) != 0;
+            emitted e = check_e2m1_pairs(f16[i], (wb_arch)a, hw ? 256 : 1);
+            /* the hardware rule where the target has it: one cvt per register pair, and fewer instructions */
+            ck_assert_msg(e.cvts == (hw ? 16 : 0), "%s on %s: %d cvt", f16[i], wb_arch_name((wb_arch)a), e.cvts);
+            ck_assert_msg(!hw || e.insns < bits.insns, "%s on %s: %d instructions, the bit moves %d", f16[i],
+                          wb_arch_name((wb_arch)a), e.insns, bits.insns);
+        }
+    }
+    for (size_t i = 0; i < sizeof bf16 / sizeof bf16[0]; i++) /* no bf16x2 form: the bit moves everywhere */
+        for (int a = 0; a < WB_ARCH_COUNT; a++)
+            ck_assert_int_eq(check_e2m1_pairs(bf16[i], (wb_arch)a, 1).cvts, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dequant");
@@ -248,6 +381,7 @@ int main(void)
     tcase_add_test(t, every_small_float);
     tcase_add_test(t, scale_types_blocks_and_presets);
     tcase_add_test(t, lookup_tables);
+    tcase_add_test(t, hardware_e2m1);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

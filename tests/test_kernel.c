@@ -1,4 +1,5 @@
 /* Tile-IR builder and validator, the legalizer's decisions per architecture, configs and PTX emission. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,20 @@ START_TEST(annotated_ptx_names_ops_and_rules)
     ck_assert_ptr_nonnull(strstr(ptx, "dequant rule: 4-bit integer codes in 1 plane(s) gathered by lop3 into bf16 magic 0x4300"));
     ck_assert_ptr_nonnull(strstr(ptx, "fma.rn.bf16x2"));
     free(ptx);
+    /* e2m1 into f16: the hardware conversion where the target has it, the bit moves elsewhere */
+    f = fmt("a=f16,w=e2m1,ws=e8m0,g=32");
+    for (int a = 0; a < WB_ARCH_COUNT; a++) {
+        int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP4) != 0;
+        char rule[128];
+        snprintf(rule, sizeof rule, "dequant rule: e2m1 -> f16 by the hardware cvt.rn.f16x2.e2m1x2 (%s)",
+                 wb_arch_name((wb_arch)a));
+        c = full_config(&f, (wb_arch)a, 16);
+        ck_assert_int_eq(wb_kernel_ptx(&f, (wb_arch)a, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+        ck_assert_msg(!!strstr(ptx, rule) == hw, "%s: %s", wb_arch_name((wb_arch)a), rule);
+        ck_assert(!!strstr(ptx, "cvt.rn.f16x2.e2m1x2 %r") == hw);
+        ck_assert(!!strstr(ptx, "dequant rule: small float e2m1 -> f16") == !hw);
+        free(ptx);
+    }
 }
 END_TEST
 
@@ -318,7 +333,8 @@ START_TEST(instruction_table)
         struct { unsigned feat; int family; } same[] = {
             {WB_FEAT_MMA_K16, WB_ISA_MMA_F16_K16}, {WB_FEAT_BF16, WB_ISA_MMA_BF16_K16},
             {WB_FEAT_CP_ASYNC, WB_ISA_CP_ASYNC},   {WB_FEAT_WGMMA, WB_ISA_WGMMA_F16},
-            {WB_FEAT_TMA, WB_ISA_TMA},             {WB_FEAT_TCGEN05, WB_ISA_TC05_F16}};
+            {WB_FEAT_TMA, WB_ISA_TMA},             {WB_FEAT_TCGEN05, WB_ISA_TC05_F16},
+            {WB_FEAT_CVT_FP4, WB_ISA_CVT_FP4}};
         for (size_t j = 0; j < sizeof same / sizeof same[0]; j++)
             ck_assert_msg(!!(t->features & same[j].feat) == (wb_isa_get((wb_arch)a, same[j].family) == WB_ISA_NATIVE),
                           "%s: feature bit and table disagree on %s", t->name, wb_isa_name(same[j].family));
@@ -327,7 +343,8 @@ START_TEST(instruction_table)
             {"w4a16", "mma.sync.aligned.m16n8k16.row.col.f32.f16", WB_ISA_MMA_F16_K16},
             {"w4a16", "mma.sync.aligned.m16n8k8.row.col.f32.f16", WB_ISA_MMA_F16_K8},
             {"w4a16", "cp.async.cg", WB_ISA_CP_ASYNC},
-            {"mxfp4", "mma.sync.aligned.m16n8k16.row.col.f32.bf16", WB_ISA_MMA_BF16_K16}};
+            {"mxfp4", "mma.sync.aligned.m16n8k16.row.col.f32.bf16", WB_ISA_MMA_BF16_K16},
+            {"a=f16,w=e2m1,ws=e8m0,g=32", "cvt.rn.f16x2.e2m1x2", WB_ISA_CVT_FP4}};
         for (size_t j = 0; j < sizeof forms / sizeof forms[0]; j++) {
             wb_format f = fmt(forms[j].spec);
             wb_config c = {0};
