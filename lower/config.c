@@ -85,8 +85,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         int64_t per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
         per_sm = per_sm < by_regs ? per_sm : by_regs;
         per_sm = per_sm < 1 ? 1 : per_sm;
-        int64_t fixed = lay.smem - lay.stage; /* what does not grow with the stages */
-        int64_t fit = (t->smem_max / per_sm - fixed) / lay.stage;
+        int64_t fit = t->smem_max / (per_sm * lay.stage);
         c->stages = fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
     }
 }

@@ -1,15 +1,6 @@
 /* Block tile sizes and shared-memory offsets from a config. */
 #include "lower/layout.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-int wb_wgmma_weights_in_smem(void)
-{
-    const char *p = getenv("WARBLE_WGMMA_PIPELINE");
-    return p && strcmp(p, "ss") == 0;
-}
-
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
 {
     L->bm = 8 * cfg->m_tiles;
@@ -31,9 +22,6 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
-    L->aw_off = L->smem;
-    if (cfg->mma == WB_MMA_WGMMA && wb_wgmma_weights_in_smem())
-        L->smem += 2 * (cfg->warps_n / 4) * 8192;
     if (L->red_bytes > L->smem)
         L->smem = L->red_bytes;
 }

@@ -21,13 +21,8 @@ typedef struct wb_layout {
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */
     int red_bytes;        /* split-K reduction buffer */
-    int aw_off;           /* wgmma with weights in shared memory: two 8 KB A tiles per warpgroup */
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
-
-/* WARBLE_WGMMA_PIPELINE=ss (an experiment): wgmma takes the dequantized weights from shared memory
- * (both operands through descriptors) instead of registers. */
-int wb_wgmma_weights_in_smem(void);
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *out);
 /* Scale groups along K of a k-extent (one when g = 0). */

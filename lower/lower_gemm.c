@@ -56,9 +56,6 @@ typedef struct lw {
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
     int rot;                           /* wgmma with the rotated loop (lower_kloop_end_rotated) */
-    int ss;                            /* wgmma with the weights through shared memory (wgmma_ss_steps) */
-    wb_reg aw_base, aw_flip, aw_row, aw_bar, aw_xor[8]; /* ss: the warpgroup's A tiles, buffer toggle,
-                                                         * row offset, named barrier, chunk offsets */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     wb_reg *wpre;
 } lw;
@@ -180,20 +177,6 @@ static void lower_setup(lw *L)
         wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
         /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
         L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
-        if (L->ss) {
-            /* the warpgroup's two 8 KB A tiles (64 channels x 64 k, 128B-swizzled like the activations);
-             * this thread's row is its warp's 16 channels + gid, its 4 bytes at 4 * tig in a chunk */
-            wb_reg wgi = shri(L, L->wn, 2);
-            L->aw_base = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wgi), wb_imm(16384), wb_r(L->smem)),
-                              L->lay.aw_off);
-            wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, L->wn, 3)), wb_imm(16), wb_r(L->gid));
-            L->aw_row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128),
-                            wb_r(muli(L, L->tig, 4)));
-            for (int c = 0; c < 8; c++)
-                L->aw_xor[c] = muli(L, op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->gid), wb_imm(c)), 16);
-            L->aw_flip = mov(L, "u32", WB_RC_B32, wb_imm(0));
-            L->aw_bar = addi(L, wgi, 1);
-        }
     }
 }
 
@@ -357,8 +340,7 @@ static void land_stage(lw *L, int pending)
 
 static void lower_kloop(lw *L)
 {
-    /* ss keeps a group in flight into the next iteration: its copies go to the stage read two ago */
-    int stage = L->lay.stage, ahead = L->cfg->stages - (L->ss ? 2 : 1);
+    int stage = L->lay.stage, ahead = L->cfg->stages - 1;
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -463,8 +445,6 @@ static void lower_kloop_end(lw *L)
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(head));
-    if (L->ss) /* the accumulators are read next */
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
 /* ---- fragments */
@@ -609,45 +589,9 @@ static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
 }
 
-/* wgmma with the weights through shared memory: the slice's 16 pairs go to this warpgroup's A tile
- * (the one its group before last read: waited for below), the warpgroup meets at its named barrier,
- * and the group of four SS wgmmas stays in flight while the next slice is copied and dequantized;
- * only the group before it is waited for. No operand register is read asynchronously. */
-static void wgmma_ss_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
-{
-    const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
-    if (!shape) {
-        L->f->oom = 1;
-        return;
-    }
-    wb_reg base = add(L, L->aw_base, L->aw_flip), at = add(L, base, L->aw_row);
-    for (int step = 0; step < 4; step++)
-        for (int r = 0; r < 4; r++) { /* a0/a2: row gid, a1/a3: row gid + 8; a2/a3 8 k further */
-            wb_reg addr = add(L, addi(L, at, (r & 1) * 1024), L->aw_xor[2 * step + (r >> 1)]);
-            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(addr), wb_r(a[step * 4 + r]));
-        }
-    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
-    wb_emit(L->f, WB_OP_BAR_SYNC_N, NULL, 2, wb_r(L->aw_bar), wb_imm(128));
-    wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
-    wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
-    for (int step = 0; step < 4; step++) {
-        wb_reg da = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(da), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
-        wb_emit(L->f, WB_OP_WGMMA_SS, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_r(da), wb_r(desc[step]),
-                wb_r(L->ptrue));
-    }
-    wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1));
-    wb_emit(L->f, WB_OP_XOR, "b32", 3, wb_r(L->aw_flip), wb_r(L->aw_flip), wb_imm(8192));
-}
-
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
 static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
 {
-    if (L->ss) {
-        wgmma_ss_steps(L, c, a, b);
-        return;
-    }
     if (L->wg) {
         wgmma_steps(L, c, a, b);
         return;
@@ -782,8 +726,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     /* WARBLE_WGMMA_PIPELINE=sync: wait for each group right after committing it (an experiment switch) */
     const char *pipe = getenv("WARBLE_WGMMA_PIPELINE");
-    L.ss = L.wg && wb_wgmma_weights_in_smem();
-    L.rot = L.wg && !L.ss && !(pipe && strcmp(pipe, "sync") == 0);
+    L.rot = L.wg && !(pipe && strcmp(pipe, "sync") == 0);
     L.wpre_value = -1;
     for (int i = 0; i < k->nops; i++)
         if (k->ops[i].op == WB_TOP_LOAD_FRAG && k->ops[i].operand == WB_OPERAND_W)
