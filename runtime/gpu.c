@@ -50,6 +50,10 @@ static wb_status query_device(wb_gpu *g)
         st = wb_cuda_check(api, api->cuDeviceGetAttribute(&g->sm_count,
                                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
                            "cuDeviceGetAttribute");
+    if (!st)
+        st = wb_cuda_check(api, api->cuDeviceGetAttribute(&g->smem_optin,
+                                   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev),
+                           "cuDeviceGetAttribute");
     g->name[sizeof g->name - 1] = 0;
     if (!st && wb_arch_from_cc(g->cc_major, g->cc_minor, &g->arch) != WB_OK) {
         char why[512];
@@ -192,13 +196,10 @@ wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, vo
         return wb_fail(WB_ERR_INVALID, "wb_gpu_launch: NULL %s", function ? "dims" : "function");
     const wb_cuda_api *api = gpu->api;
     CUfunction fn = function;
-    if (d->smem_bytes > 48 * 1024) { /* above 48 KiB dynamic shared memory is opt-in per function */
-        st = wb_cuda_check(api, api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                        (int)d->smem_bytes),
-                           "cuFuncSetAttribute");
-        if (st)
-            return st;
-    }
+    /* functions are opted in to the device's maximum when loaded (wb_gpu_load): no driver call here */
+    if (d->smem_bytes > (unsigned)gpu->smem_optin && d->smem_bytes > 48 * 1024)
+        return wb_fail(WB_ERR_INVALID, "wb_gpu_launch: %u bytes of dynamic shared memory; %s allows %d",
+                       d->smem_bytes, gpu->name, gpu->smem_optin);
     if (gpu->pdl) {
         /* programmatic dependent launch: the kernel may start while the previous one in the stream
          * finishes; its griddepcontrol.wait holds it before any global memory access */

@@ -15,6 +15,7 @@ struct wb_gpu {
     wb_arch arch;
     int cc_major, cc_minor;
     int sm_count;
+    int smem_optin;             /* dynamic shared memory a block may opt in to; every function is opted in at load */
     int pdl;                    /* launch with programmatic stream serialization (sm_90+, WARBLE_PDL != 0) */
     char name[256];
     pthread_mutex_t cache_lock; /* guards `modules` */

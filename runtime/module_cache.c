@@ -149,6 +149,15 @@ static wb_status find_function(wb_gpu *gpu, wb_module_entry *m, const char *entr
         free(f);
         return wb_fail(st, "%s (entry '%.128s')", head, entry);
     }
+    /* above 48 KiB, dynamic shared memory is opt-in per function: opt in once, to the device's maximum,
+     * so that launches need no driver call for it */
+    if (gpu->smem_optin > 48 * 1024 &&
+        (st = wb_cuda_check(gpu->api, gpu->api->cuFuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                                   gpu->smem_optin),
+                            "cuFuncSetAttribute"))) {
+        free(f);
+        return st;
+    }
     memcpy(f->name, entry, len + 1);
     f->next = m->functions;
     m->functions = f;

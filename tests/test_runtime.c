@@ -258,12 +258,15 @@ START_TEST(test_fake_launch)
     wb_gpu *g = fake_gpu();
     void *fn = NULL;
     ck_assert_int_eq(wb_gpu_load(g, "ptx", "kernel", &fn), WB_OK);
+    /* opted in once, at load, to the device's maximum: launches make no attribute call */
+    ck_assert_int_eq(fake.set_attribute, 1);
+    ck_assert_int_eq(fake.attrib, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+    ck_assert_int_eq(fake.attrib_value, 232448);
     int x = 0;
     void *params[1] = {&x};
     CUstream stream = (CUstream)(uintptr_t)0x5700;
     wb_launch_dims d = {{3, 2, 1}, {128, 1, 1}, 48 * 1024};
     ck_assert_int_eq(wb_gpu_launch(g, fn, &d, stream, params), WB_OK);
-    ck_assert_int_eq(fake.set_attribute, 0); /* 48 KiB needs no opt-in */
     ck_assert_ptr_eq(fake.launch_fn, fn);
     unsigned want[7] = {3, 2, 1, 128, 1, 1, 48 * 1024};
     ck_assert_mem_eq(fake.launch_dims, want, sizeof want);
@@ -272,10 +275,12 @@ START_TEST(test_fake_launch)
     d.smem_bytes = 100 * 1024;
     ck_assert_int_eq(wb_gpu_launch(g, fn, &d, NULL, params), WB_OK);
     ck_assert_int_eq(fake.set_attribute, 1);
-    ck_assert_int_eq(fake.attrib, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-    ck_assert_int_eq(fake.attrib_value, 100 * 1024);
     ck_assert_uint_eq(fake.launch_dims[6], 100 * 1024);
     ck_assert_int_eq(fake.launches, 2);
+    d.smem_bytes = 232448 + 16; /* past what the device allows */
+    ck_assert_error(wb_gpu_launch(g, fn, &d, NULL, params), WB_ERR_INVALID, "dynamic shared memory");
+    ck_assert_int_eq(fake.launches, 2);
+    d.smem_bytes = 100 * 1024;
     ck_assert_int_eq(fake.pdl_launches, 2); /* the fake device is sm_90: programmatic dependent launch */
     ck_assert_error(wb_gpu_launch(g, NULL, &d, NULL, params), WB_ERR_INVALID, "wb_gpu_launch");
     ck_assert_error(wb_gpu_launch(g, fn, NULL, NULL, params), WB_ERR_INVALID, "wb_gpu_launch");

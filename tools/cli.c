@@ -18,7 +18,7 @@ static const struct {
     [O_STAGES] = {"stages", 0},   [O_MTILES] = {"m-tiles", 0},
     [O_WARPSN] = {"warps-n", 0},  [O_WARPSK] = {"warps-k", 0}, [O_BATCH_INVARIANT] = {"batch-invariant", 1},
     [O_ANNOTATE] = {"annotate", 1}, [O_PLAIN] = {"plain", 1}, [O_HASH] = {"hash", 1},
-    [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1},
+    [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1}, [O_DISPATCH] = {"dispatch", 1},
     [O_COMPILE] = {"compile", 1},
     [O_QUICK] = {"quick", 1},     [O_LIST] = {"list", 1},
     [O_LEDGER] = {"ledger", 0},   [O_SEED] = {"seed", 0},

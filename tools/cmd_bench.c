@@ -2,7 +2,8 @@
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config and reports the best; choices given on the command line
- * (--m-tiles, --warps-n, --warps-k, --stages, --load) stay fixed. */
+ * (--m-tiles, --warps-n, --warps-k, --stages, --load) stay fixed. --dispatch also times the host side
+ * of a wb_layer_gemm call (issue to return, no synchronization inside a batch). */
 #include "tools/cli.h"
 
 #include <stdlib.h>
@@ -155,6 +156,47 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
     return set_config(b, NULL);
 }
 
+static double now_ms(void);
+
+static int cmp_us(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Host time per wb_layer_gemm call: REPS batches of DISPATCH_CALLS calls, each batch timed on the host
+ * clock with nothing synchronized inside it (the launch queue holds them), then synchronized; the
+ * median batch, per call. The kernel is already built (bench_m timed it first). */
+#define DISPATCH_CALLS 100
+static int bench_dispatch(bench *b, const wb_config *cfg)
+{
+    double per_call[REPS];
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_ms();
+        for (int i = 0; i < DISPATCH_CALLS; i++)
+            bench_call(b);
+        per_call[r] = (now_ms() - t0) * 1e3 / DISPATCH_CALLS;
+        wb_status s = wb_gpu_sync(b->gpu);
+        if (b->err != WB_OK)
+            return cli_fail(CLI_FAILED, "bench: %s", b->err_msg);
+        if (s != WB_OK)
+            return cli_lib_fail(s, "wb_gpu_sync");
+    }
+    qsort(per_call, REPS, sizeof per_call[0], cmp_us);
+    char cs[160];
+    wb_config_print(cfg, cs, sizeof cs);
+    if (cli_has(b->args, O_JSON))
+        printf("{\"spec\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dispatch_us\":%.3f,\"config\":\"%s\","
+               "\"kind\":\"dispatch\"}\n", b->spec, (long long)b->m, (long long)b->args->n, (long long)b->args->k,
+               per_call[REPS / 2], cs);
+    else
+        printf("dispatch m=%-6lld n=%lld k=%lld  %8.2f us per call on the host (median of %d batches of %d)\n",
+               (long long)b->m, (long long)b->args->n, (long long)b->args->k, per_call[REPS / 2], REPS,
+               DISPATCH_CALLS);
+    fflush(stdout);
+    return 0;
+}
+
 static int bench_m(bench *b)
 {
     const cli_args *a = b->args;
@@ -169,6 +211,8 @@ static int bench_m(bench *b)
     if (rc || (rc = time_one(b, &us)))
         return rc;
     report(b, &cfg, us, "bench");
+    if (cli_has(a, O_DISPATCH) && (rc = bench_dispatch(b, &cfg)))
+        return rc;
     return cli_has(a, O_SWEEP) ? sweep(b, &cfg, us) : 0;
 }
 
@@ -239,7 +283,7 @@ static int bench_compile(const cli_args *a, const wb_format *f)
         wb_status s = wb_config_choose(f, wb_gpu_arch(gpu), a->m[i], a->n, a->k, &c);
         int dup = 0;
         for (int j = 0; j < nseen; j++)
-            dup |= !memcmp(&seen[j], &c, sizeof c);
+            dup |= wb_config_equal(&seen[j], &c);
         if (s == WB_OK && dup)
             continue;
         if (s == WB_OK)
@@ -271,7 +315,8 @@ int cmd_bench(int argc, char **argv)
     cli_args a;
     bench b;
     memset(&b, 0, sizeof b);
-    uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE) | OPT(O_COMPILE);
+    uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE) | OPT(O_COMPILE) |
+                       OPT(O_DISPATCH);
     int rc = cli_parse(argc, argv, allowed, 1, &a);
     if (rc || (rc = cli_parse_spec(a.spec, &b.f)))
         return rc;
