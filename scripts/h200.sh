@@ -33,6 +33,9 @@ formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g
 formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
 PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
   --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
+# host dispatch of wb_layer_gemm (issue 4: at most 5 us a call), decode and large M
+build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
+  tail -5 "$OUT/dispatch.jsonl"
 python3 bench/report.py "$OUT/bench.jsonl" | tee "$OUT/bench.md"
 python3 bench/report.py "$OUT/formats.jsonl" | tee "$OUT/formats.md"
 python3 -c "import matplotlib" 2>/dev/null && python3 bench/plot.py "$OUT/bench.jsonl" "$OUT"
