@@ -56,6 +56,8 @@ typedef struct lw {
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
     int rot;                           /* wgmma with the rotated loop (lower_kloop_end_rotated) */
+    int u2;                            /* rotated and unrolled by two (WARBLE_WGMMA_PIPELINE=unroll2) */
+    const char *loop_exit;             /* u2: where an odd last tile leaves the loop */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     wb_reg *wpre;
 } lw;
@@ -340,7 +342,8 @@ static void land_stage(lw *L, int pending)
 
 static void lower_kloop(lw *L)
 {
-    int stage = L->lay.stage, ahead = L->cfg->stages - 1;
+    /* unroll2 lands a tile while two groups may be in flight: its copies run one tile less ahead */
+    int stage = L->lay.stage, ahead = L->cfg->stages - (L->u2 ? 2 : 1);
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -402,16 +405,13 @@ static wb_reg advance_stage(lw *L, wb_reg off)
     return off;
 }
 
-/* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
- * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
- * waited for it before the barrier), load the next tile's code words, and only then wait for the
- * group. The group's whole flight lies inside one iteration, before its wait. */
-static void lower_kloop_end_rotated(lw *L)
+/* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
+ * the write stage, load tile kt + 1's code words. */
+static void land_next(lw *L, int pending, int dist)
 {
-    int S = L->cfg->stages;
     advance_stage(L, L->ro);
-    land_stage(L, S - 3);
-    wb_reg next = addi(L, L->kt, S - 1);
+    land_stage(L, pending);
+    wb_reg next = addi(L, L->kt, dist);
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     const char *skip = wb_new_label(L->f, "noissue");
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
@@ -422,18 +422,44 @@ static void lower_kloop_end_rotated(lw *L)
     advance_stage(L, L->wo);
     if (L->wpre)
         load_w_words(L, L->wpre, 0);
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+}
+
+/* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
+ * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
+ * waited for it before the barrier), load the next tile's code words, and only then wait for the
+ * group. The group's whole flight lies inside one iteration, before its wait.
+ * Unrolled by two (L->u2), the first half's group stays in flight through the second half's dequant
+ * (other registers) and both are waited for at the iteration's end, so no flight crosses the loop's
+ * back edge either; copies then run S - 3 tiles ahead, into the stage read two halves ago. */
+static void lower_kloop_end_rotated(lw *L, int first_half)
+{
+    int S = L->cfg->stages;
+    if (L->u2)
+        land_next(L, S - 4, S - 2);
+    else
+        land_next(L, S - 3, S - 1);
+    if (!first_half)
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
+    if (first_half) { /* an odd last tile: leave after the first half */
+        L->loop_exit = wb_new_label(L->f, "kexit");
+        wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(more), wb_text(L->loop_exit));
+        return;
+    }
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
+    if (L->u2) {
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    }
 }
 
 static void lower_kloop_end(lw *L)
 {
     const char *head = L->loop_head;
     if (L->rot) {
-        lower_kloop_end_rotated(L);
+        lower_kloop_end_rotated(L, 0);
         return;
     }
     if (L->cfg->stages > 1) {
@@ -733,6 +759,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
+    /* WARBLE_WGMMA_PIPELINE=unroll2 (an experiment, 4 or more stages): see lower_kloop_end_rotated */
+    L.u2 = L.rot && pipe && strcmp(pipe, "unroll2") == 0 && k->cfg.stages >= 4;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
@@ -740,6 +768,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     for (int i = 0; i < k->nops; i++)
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
     lower_setup(&L);
+    int body = -1, second_half = 0;
     for (int i = 0; i < k->nops; i++) {
         const wb_tile_op *o = &k->ops[i];
         const char *text = annotate ? wb_tile_op_text(k, o) : NULL;
@@ -747,7 +776,10 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(f->arena, "ir: %s", text ? text : "?")));
         switch (o->op) {
         case WB_TOP_LOAD_TILE: break; /* the K loop issues the copies of every declared tile */
-        case WB_TOP_KLOOP: lower_kloop(&L); break;
+        case WB_TOP_KLOOP:
+            lower_kloop(&L);
+            body = i + 1;
+            break;
         case WB_TOP_LOAD_FRAG:
             if (o->operand == WB_OPERAND_W)
                 lower_frag_w(&L, o->result);
@@ -760,7 +792,15 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_ACC: lower_acc(&L, o->result); break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
-        case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
+        case WB_TOP_KLOOP_END:
+            if (L.u2 && !second_half) { /* lower the body once more, into fresh registers */
+                lower_kloop_end_rotated(&L, 1);
+                second_half = 1;
+                i = body - 1;
+                break;
+            }
+            lower_kloop_end(&L);
+            break;
         case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
         case WB_TOP_COUNT: break;
         }
