@@ -10,11 +10,13 @@
  *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
  *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
  *    included).
- *  - e2m1 into f16 where the target converts fp4 in hardware (WB_FEAT_CVT_FP4: sm_100a, sm_103a,
- *    sm_120a): the nibbles of a k16 step are regrouped into one byte per pair (shr, shl, two lop3,
- *    one unpacking mov) and one cvt.rn.f16x2.e2m1x2 per pair gives the exact values: 9 instructions
+ *  - e2m1 where the target converts fp4 in hardware (WB_FEAT_CVT_FP4: sm_100a, sm_103a, sm_120a):
+ *    the nibbles of a k16 step are regrouped into one byte per pair (shr, shl, two lop3, one
+ *    unpacking mov) and one cvt.rn.f16x2.e2m1x2 per pair gives the exact f16 values: 9 instructions
  *    per step instead of the bit moves' 27 (13 and 31 with the scale fma). There is no bf16x2 form
- *    (ptxas 13.0: "Unexpected instruction types"), so bf16 keeps the bit moves.
+ *    (ptxas 13.0: "Unexpected instruction types"); for bf16, one f16 fma by 2^-19 makes each value
+ *    an f16 subnormal whose bits are those of the bf16 value * 2^-128, and two bf16 fma by 2^64
+ *    give the value: 21 instructions per step instead of 27 (25 and 31 with the scale fma).
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
@@ -72,12 +74,14 @@ static wb_reg lop3(dq *d, wb_opnd a, wb_opnd b, wb_opnd c, int lut)
     return r;
 }
 
-static wb_reg fma2(dq *d, wb_reg a, wb_opnd b, wb_opnd c)
+static wb_reg fma2_as(dq *d, const char *ty, wb_reg a, wb_opnd b, wb_opnd c)
 {
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
-    wb_emit(d->f, WB_OP_FMA_X2, d->ty, 4, wb_r(r), wb_r(a), b, c);
+    wb_emit(d->f, WB_OP_FMA_X2, ty, 4, wb_r(r), wb_r(a), b, c);
     return r;
 }
+
+static wb_reg fma2(dq *d, wb_reg a, wb_opnd b, wb_opnd c) { return fma2_as(d, d->ty, a, b, c); }
 
 static uint32_t pair(uint32_t h) { return h << 16 | h; }
 
@@ -220,21 +224,32 @@ static void e2m1_bytes(dq *d, const wb_reg *words, const wb_codes *cs, int step)
     d->byte_step = step;
 }
 
-/* e2m1 codes -> their value in f16 by the hardware conversion, exactly (every e2m1 value is an f16). */
+/* e2m1 codes -> their value in T by the hardware conversion, exactly (every e2m1 value is an f16).
+ * T = bf16: the conversion gives f16 values v (0, +-0.5, ..., +-6); v * 2^-19 is an f16 subnormal
+ * n * 2^-24 with n = 32|v| <= 192, exact (one f16 fma, which keeps the sign, and -0). Its bits
+ * (sign, n) read as bf16 are n * 2^-133 = v * 2^-128: for n < 128 a bf16 subnormal, for
+ * 128 <= n < 256 exponent 1 and mantissa n - 128, the same value. Two bf16 fma by 2^64 (2^128 is
+ * not a bf16) give v, exact, -0 kept: the same bits as the bit moves' fma by 2^126, so the scaling
+ * fma that follows gives the same bits for every scale. */
 static wb_reg e2m1_cvt_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
 {
     if (d->byte_step != step)
         e2m1_bytes(d, words, cs, step);
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
     wb_emit(d->f, WB_OP_CVT, "rn.f16x2.e2m1x2", 2, wb_r(r), wb_r(d->byte[reg]));
-    return r;
+    if (!d->bf)
+        return r;
+    wb_opnd neg0 = konst(d, 0x80008000u);
+    wb_reg sub = fma2_as(d, "f16x2", r, konst(d, pair(0x0020 /* f16 2^-19 */)), neg0);
+    wb_opnd up = konst(d, pair((64 + 127) << 7 /* bf16 2^64 */));
+    return fma2(d, fma2(d, sub, up, neg0), up, neg0);
 }
 
-/* The hardware rule applies: e2m1 into f16 on a target with the fp4 conversion. */
+/* The hardware rule applies: e2m1 into f16 or bf16 on a target with the fp4 conversion. */
 static int hw_e2m1(const wb_func *f, const wb_format *fmt)
 {
-    return fmt->a.kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.ebits == 2 &&
-           fmt->w.mbits == 1 && f->target && (f->target->features & WB_FEAT_CVT_FP4);
+    return (fmt->a.kind == WB_KIND_F16 || fmt->a.kind == WB_KIND_BF16) && fmt->w.kind == WB_KIND_FLOAT &&
+           fmt->w.ebits == 2 && fmt->w.mbits == 1 && f->target && (f->target->features & WB_FEAT_CVT_FP4);
 }
 
 static wb_reg prmt3(dq *d, wb_opnd a, wb_opnd b, wb_reg sel)
@@ -291,8 +306,13 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, in
     wb_codes_get(fmt->w.bits, &cs);
     int is_float = fmt->w.kind == WB_KIND_FLOAT, is_table = fmt->w.kind == WB_KIND_TABLE, hw = hw_e2m1(f, fmt);
     const char *scaling = scaled ? "one fma by the group scale" : "unscaled (the f32 product is scaled)";
-    char note[240];
-    if (hw)
+    char note[320];
+    if (hw && d.bf)
+        snprintf(note, sizeof note, "dequant rule: e2m1 -> bf16 by the hardware cvt.rn.f16x2.e2m1x2 (%s): shr, shl "
+                 "and two lop3 regroup a step's nibbles into a byte per pair, one mov unpacks them; f16 fma by "
+                 "2^-19 gives f16 subnormals with the bits of bf16 value*2^-128, two bf16 fma by 2^64; %s",
+                 f->target->name, scaling);
+    else if (hw)
         snprintf(note, sizeof note, "dequant rule: e2m1 -> f16 by the hardware cvt.rn.f16x2.e2m1x2 (%s): shr, shl "
                  "and two lop3 regroup a step's nibbles into a byte per pair, one mov unpacks them; %s",
                  f->target->name, scaling);

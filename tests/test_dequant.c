@@ -2,12 +2,15 @@
  * run by a small interpreter on packed codes and scale records from wb_pack_weights, for every lane
  * of a 16 x 64 tile, and each result must equal the 16-bit rounding of (val_w - zero) * scale, or, in
  * the unscaled mode (the scale goes to the f32 product), val_w - zero exactly. The hardware e2m1
- * rule (a target with WB_FEAT_CVT_FP4) is run with cvt.rn.f16x2.e2m1x2 modelled from the reference
- * codec, on every pair of codes at every position of every lane. */
+ * rules (a target with WB_FEAT_CVT_FP4; f16 and bf16) are run with cvt.rn.f16x2.e2m1x2 modelled from
+ * the reference codec, on every pair of codes at every position of every lane, and must give the
+ * same bits as the bit moves (-0 included); for mxfp4, nvfp4-a16 and one f16 format also with every
+ * finite scale. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "lower/codes.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 #include "testutil.h"
@@ -35,8 +38,9 @@ static uint32_t cvt_f16x2_e2m1x2(const wb_func *f, wb_opnd src, const uint32_t *
     CHECK(src.kind == WB_O_REG && f->reg_class[src.v] == WB_RC_B8, "the e2m1x2 source must be a .b8 register");
     uint32_t b = regs[src.v];
     CHECK(b < 256, "a .b8 register holds 0x%x", b);
-    wb_type e2m1;
-    CHECK(wb_type_parse("e2m1", &e2m1) == 0, "e2m1 is a type");
+    static wb_type e2m1;
+    if (!e2m1.bits)
+        CHECK(wb_type_parse("e2m1", &e2m1) == 0, "e2m1 is a type");
     return wb_f16_from_double(wb_type_decode(e2m1, b & 15)) | (uint32_t)wb_f16_from_double(wb_type_decode(e2m1, b >> 4)) << 16;
 }
 
@@ -202,6 +206,20 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
         em.insns += fn.insns[i].op != WB_OP_COMMENT;
         em.cvts += fn.insns[i].op == WB_OP_CVT;
     }
+    /* lowered for a target: the rules every target runs (no target), on the same registers, must give
+     * the same bits */
+    wb_func ref;
+    wb_func_init(&ref, arena);
+    wb_reg rwords[8], rrecs[16], rout[16];
+    for (int i = 0; i < bits; i++)
+        rwords[i] = wb_new_reg(&ref, WB_RC_B32);
+    for (int i = 0; i < gpc * 4; i++)
+        rrecs[i] = wb_new_reg(&ref, WB_RC_B32);
+    if (md->target) {
+        wb_lower_dequant(&ref, &f, gpc, scaled, rwords, rrecs, rout);
+        ck_assert(!ref.oom);
+    }
+    uint32_t *rregs = calloc((size_t)ref.nregs, sizeof *rregs);
     uint32_t *regs = calloc((size_t)fn.nregs, sizeof *regs);
     const uint32_t *pw = p.w;
     const uint16_t *ps = p.scale;
@@ -222,6 +240,16 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
             }
         }
         run(&fn, regs);
+        if (md->target) {
+            for (int i = 0; i < bits; i++)
+                rregs[rwords[i].id] = regs[words[i].id];
+            for (int i = 0; i < gpc * 4; i++)
+                rregs[rrecs[i].id] = regs[recs[i].id];
+            run(&ref, rregs);
+            for (int i = 0; i < 16; i++)
+                CHECK(regs[out[i].id] == rregs[rout[i].id], "%s on %s: lane %d register %d: 0x%08x, the bit moves "
+                      "0x%08x", spec, md->target->name, lane, i, regs[out[i].id], rregs[rout[i].id]);
+        }
         for (int step = 0; step < 4; step++)
             for (int reg = 0; reg < 4; reg++)
                 for (int half = 0; half < 2; half++) {
@@ -253,6 +281,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
                 }
     }
     free(regs);
+    free(rregs);
     wb_arena_destroy(arena);
     wb_packed_free(&p);
     return em;
@@ -332,43 +361,146 @@ END_TEST
 static pair_walk walk;
 
 /* The first `tiles` tiles of the pair walk, scaled and unscaled, lowered for `arch`; returns what the
- * scaled tile emitted (the same for every tile). */
-static emitted check_e2m1_pairs(const char *spec, wb_arch arch, int tiles)
+ * scaled [1] and unscaled [0] tiles emitted (the same for every tile; zero where a mode is skipped). */
+typedef struct both {
+    emitted m[2];
+} both;
+
+static both check_e2m1_pairs(const char *spec, wb_arch arch, int tiles)
 {
-    emitted em = {0, 0};
+    both em = {{{0, 0}, {0, 0}}};
     uint64_t st = wbt_seed() ^ 0xe2a1;
     for (int t = 0; t < tiles; t++)
         for (int scaled = 1; scaled >= 0; scaled--) {
             mode md = {scaled, wb_target_get(arch), walk, t};
-            emitted e = check_tile(spec, &st, &md);
-            if (scaled)
-                em = e;
+            em.m[scaled] = check_tile(spec, &st, &md);
         }
     return em;
 }
 
 START_TEST(hardware_e2m1)
 {
-    const char *f16[] = {"a=f16,w=e2m1,ws=e8m0,g=32", "a=f16,w=e2m1,ws=f16,g=0", "a=f16,w=e2m1,ws=e4m3,g=16,wgs=1",
-                         "a=f16,w=e2m1,ws=f32,g=64"};
-    const char *bf16[] = {"mxfp4", "nvfp4-a16"};
+    /* f16 and bf16 (mxfp4, nvfp4-a16: one scale per 32 or 16 codes; g=0 and g=64 also run unscaled) */
+    const char *specs[] = {"a=f16,w=e2m1,ws=e8m0,g=32", "a=f16,w=e2m1,ws=f16,g=0", "a=f16,w=e2m1,ws=e4m3,g=16,wgs=1",
+                           "a=f16,w=e2m1,ws=f32,g=64", "mxfp4", "nvfp4-a16", "a=bf16,w=e2m1,ws=bf16,g=0",
+                           "a=bf16,w=e2m1,ws=f32,g=64"};
     uint64_t st = wbt_seed() ^ 0x3a1c;
     pair_walk_init(walk, &st);
-    for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
-        emitted bits = check_e2m1_pairs(f16[i], WB_ARCH_SM90A, 1);
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        both bits = check_e2m1_pairs(specs[i], WB_ARCH_SM90A, 1);
         for (int a = 0; a < WB_ARCH_COUNT; a++) {
+            const wb_target *t = wb_target_get((wb_arch)a);
             /* all 256 tiles where the hardware rule is used; the bit moves are every_small_float's */
-            int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP4) != 0;
-            emitted e = check_e2m1_pairs(f16[i], (wb_arch)a, hw ? 256 : 1);
+            int hw = (t->features & WB_FEAT_CVT_FP4) != 0;
+            both e = check_e2m1_pairs(specs[i], (wb_arch)a, hw ? 256 : 1);
             /* the hardware rule where the target has it: one cvt per register pair, and fewer instructions */
-            ck_assert_msg(e.cvts == (hw ? 16 : 0), "%s on %s: %d cvt", f16[i], wb_arch_name((wb_arch)a), e.cvts);
-            ck_assert_msg(!hw || e.insns < bits.insns, "%s on %s: %d instructions, the bit moves %d", f16[i],
-                          wb_arch_name((wb_arch)a), e.insns, bits.insns);
+            for (int scaled = 0; scaled < 2; scaled++) {
+                if (!bits.m[scaled].insns)
+                    continue; /* the unscaled mode needs one scale per slice */
+                ck_assert_msg(e.m[scaled].cvts == (hw ? 16 : 0), "%s on %s: %d cvt", specs[i], t->name, e.m[scaled].cvts);
+                ck_assert_msg(!hw || e.m[scaled].insns < bits.m[scaled].insns, "%s on %s (%s): %d instructions, the "
+                              "bit moves %d", specs[i], t->name, scaled ? "scaled" : "unscaled", e.m[scaled].insns,
+                              bits.m[scaled].insns);
+            }
         }
     }
-    for (size_t i = 0; i < sizeof bf16 / sizeof bf16[0]; i++) /* no bf16x2 form: the bit moves everywhere */
-        for (int a = 0; a < WB_ARCH_COUNT; a++)
-            ck_assert_int_eq(check_e2m1_pairs(bf16[i], (wb_arch)a, 1).cvts, 0);
+}
+END_TEST
+
+/* Every finite scale (each 16-bit pattern of T) with every code in both halves: the hardware rule
+ * (lowered for sm_100a) gives the bits of the bit moves and of the reference, the 16-bit rounding of
+ * value * scale + -0 (the sign of a zero included). The scale records are set directly, as any
+ * finite T value can come out of the packer (lower/pack.c). */
+static void check_every_scale(const char *spec)
+{
+    wb_format f;
+    ck_assert_msg(wb_format_parse(spec, &f) == WB_OK, "%s: %s", spec, wb_last_error());
+    int bf = f.a.kind == WB_KIND_BF16;
+    wb_codes cs;
+    wb_codes_get(4, &cs);
+    wb_layout lay;
+    wb_config cfg = {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .stages = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_SYNC};
+    wb_layout_get(&f, &cfg, &lay);
+    int gpc = lay.groups_per_chunk;
+    wb_arena *arena = wb_arena_create();
+    wb_func fn[2];
+    wb_reg words[2][4], recs[2][16], out[2][16];
+    for (int j = 0; j < 2; j++) { /* 0: the hardware rule, 1: the bit moves */
+        wb_func_init(&fn[j], arena);
+        fn[j].target = j ? NULL : wb_target_get(WB_ARCH_SM100A);
+        for (int i = 0; i < 4; i++)
+            words[j][i] = wb_new_reg(&fn[j], WB_RC_B32);
+        for (int i = 0; i < gpc * 4; i++)
+            recs[j][i] = wb_new_reg(&fn[j], WB_RC_B32);
+        wb_lower_dequant(&fn[j], &f, gpc, 1, words[j], recs[j], out[j]);
+        ck_assert(!fn[j].oom);
+    }
+    int cvts = 0;
+    for (int i = 0; i < fn[0].ninsns; i++)
+        cvts += fn[0].insns[i].op == WB_OP_CVT;
+    ck_assert_int_eq(cvts, 16);
+    /* codes: word i holds 4i..4i+3 in its low nibbles and their complements in the high ones, so every
+     * code comes in the low half of some register pair and in the high half of another */
+    uint32_t w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = 0;
+        for (int r = 0; r < 4; r++)
+            w[i] |= (uint32_t)(4 * i + r) << (4 * r) | (uint32_t)(15 - 4 * i - r) << (16 + 4 * r);
+    }
+    uint8_t code[16][2];
+    unsigned seen[2] = {0, 0};
+    for (int step = 0; step < 4; step++)
+        for (int reg = 0; reg < 4; reg++) {
+            int word, bit;
+            wb_plane_field(&cs.plane[0], step, reg, &word, &bit);
+            ck_assert(word < 4);
+            for (int half = 0; half < 2; half++) {
+                code[step * 4 + reg][half] = (uint8_t)(w[word] >> (bit + 16 * half) & 15);
+                seen[half] |= 1u << code[step * 4 + reg][half];
+            }
+        }
+    ck_assert(seen[0] == 0xFFFF && seen[1] == 0xFFFF);
+    uint32_t *regs[2];
+    for (int j = 0; j < 2; j++) {
+        regs[j] = calloc((size_t)fn[j].nregs, sizeof *regs[j]);
+        for (int i = 0; i < 4; i++)
+            regs[j][words[j][i].id] = w[i];
+    }
+    uint32_t inf = bf ? 0x7F80 : 0x7C00;
+    int scales = 0;
+    for (uint32_t s = 0; s < 0x10000; s++) {
+        if ((s & inf) == inf)
+            continue;
+        scales++;
+        uint32_t sp = s | (s ^ 0x8000) << 16; /* the high halves: the scale of the other sign */
+        for (int j = 0; j < 2; j++) {
+            for (int i = 0; i < gpc * 4; i++)
+                regs[j][recs[j][i].id] = sp;
+            run(&fn[j], regs[j]);
+        }
+        for (int i = 0; i < 16; i++) {
+            uint32_t got = regs[0][out[0][i].id];
+            CHECK(got == regs[1][out[1][i].id], "%s, scale pair 0x%08x, register %d: 0x%08x, the bit moves 0x%08x",
+                  spec, sp, i, got, regs[1][out[1][i].id]);
+            for (int half = 0; half < 2; half++) {
+                double v = wb_format_weight_value(&f, code[i][half]), sc = half_to_double(bf, sp >> (16 * half) & 0xFFFF);
+                uint32_t want = double_to_half(bf, v * sc + -0.0);
+                CHECK((got >> (16 * half) & 0xFFFF) == want, "%s, scale 0x%04x, code 0x%x: 0x%04x, want 0x%04x", spec,
+                      sp >> (16 * half) & 0xFFFF, code[i][half], got >> (16 * half) & 0xFFFF, want);
+            }
+        }
+    }
+    ck_assert_int_eq(scales, bf ? 65536 - 2 * 128 : 65536 - 2 * 1024);
+    for (int j = 0; j < 2; j++)
+        free(regs[j]);
+    wb_arena_destroy(arena);
+}
+
+START_TEST(hardware_e2m1_every_scale)
+{
+    const char *specs[] = {"mxfp4", "nvfp4-a16", "a=f16,w=e2m1,ws=e8m0,g=32"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        check_every_scale(specs[i]);
 }
 END_TEST
 
@@ -382,6 +514,7 @@ int main(void)
     tcase_add_test(t, scale_types_blocks_and_presets);
     tcase_add_test(t, lookup_tables);
     tcase_add_test(t, hardware_e2m1);
+    tcase_add_test(t, hardware_e2m1_every_scale);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }
