@@ -96,7 +96,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
 static int wants_wgmma(const wb_target *t, const wb_config *c, int64_t m, int64_t n)
 {
     return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 &&
-           (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC) && c->warps_k <= 1 &&
+           (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC || c->load == WB_LOAD_TMA) && c->warps_k <= 1 &&
            (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
 }
 

@@ -22,6 +22,9 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
+    L->mbar_off = L->smem;
+    if (cfg->load == WB_LOAD_TMA)
+        L->smem += 16 * ((cfg->stages + 1) / 2);
     if (L->red_bytes > L->smem)
         L->smem = L->red_bytes;
 }

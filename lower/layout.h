@@ -21,6 +21,7 @@ typedef struct wb_layout {
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */
     int red_bytes;        /* split-K reduction buffer */
+    int mbar_off;         /* TMA loads: one 8-byte mbarrier per stage, after the stages */
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
 

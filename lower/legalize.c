@@ -74,8 +74,8 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync, wgmma)",
                        wb_mma_name(c->mma));
     if (c->mma == WB_MMA_WGMMA) {
-        if (c->load != WB_LOAD_CP_ASYNC)
-            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs --load cp.async in this build (got %s)",
+        if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_TMA)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs --load cp.async or tma (got %s)",
                            wb_load_name(c->load));
         if (c->stages < 3)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs 3 or more stages (a group in flight reads "
@@ -93,10 +93,12 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no TMA (sm_90a and newer)", t->name);
     if (c->load == WB_LOAD_CP_ASYNC && !(t->features & WB_FEAT_CP_ASYNC))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no cp.async (sm_80 and newer): use --load ldg", t->name);
-    if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_LDG)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--load %s is not implemented in this build yet (ldg, cp.async)",
+    if (c->load == WB_LOAD_TMA && c->mma != WB_MMA_WGMMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the wgmma kernel only (use --mma wgmma)");
+    if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_LDG && c->load != WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load %s is not implemented in this build yet (ldg, cp.async, tma)",
                        wb_load_name(c->load));
-    if (c->load == WB_LOAD_CP_ASYNC && (c->stages < 2 || c->stages > 8))
+    if ((c->load == WB_LOAD_CP_ASYNC || c->load == WB_LOAD_TMA) && (c->stages < 2 || c->stages > 8))
         return wb_fail(WB_ERR_UNSUPPORTED, "--load cp.async needs 2..8 stages (got %d)", c->stages);
     if (c->load == WB_LOAD_LDG && c->stages != 1)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load ldg uses one stage (got %d)", c->stages);

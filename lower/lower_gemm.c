@@ -55,12 +55,20 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
+    int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
+    wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (lower_kloop_end_rotated) */
     int u2;                            /* rotated and unrolled by two (WARBLE_WGMMA_PIPELINE=unroll2) */
     const char *loop_exit;             /* u2: where an odd last tile leaves the loop */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     wb_reg *wpre;
 } lw;
+
+/* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
+static int async_copies(const lw *L)
+{
+    return L->cfg->load != WB_LOAD_LDG;
+}
 
 /* ---- small emit helpers: each returns the new destination register */
 
@@ -255,7 +263,7 @@ static void slot_s(lw *L, wb_reg id, slot *sl)
 /* Copy 16 bytes: cp.async, or a plain load and a shared store (no cp.async on the target). */
 static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred)
 {
-    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+    if (async_copies(L)) {
         wb_emit(L->f, WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
         if (pred.id >= 0)
             wb_guard_last(L->f, pred, 0);
@@ -281,10 +289,45 @@ static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
     }
 }
 
+/* The mbarrier of the stage at offset stage_off. */
+static wb_reg stage_mbar(lw *L, wb_reg stage_off)
+{
+    wb_reg idx = divi(L, stage_off, L->lay.stage);
+    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
+}
+
+/* Thread 0: the activation tile of block tile kt (rows m0.., k kt*64..) by one TMA copy, completing
+ * the stage's mbarrier with its bytes (rows past M arrive as zeros and count too). */
+static void issue_tma(lw *L, wb_reg stage_off, wb_reg kt)
+{
+    wb_reg mb = stage_mbar(L, stage_off);
+    wb_reg dst = addi(L, add(L, L->smem, stage_off), L->lay.a_off);
+    wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(mb), wb_imm(L->lay.bm * 128));
+    wb_guard_last(L->f, L->elected, 0);
+    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, WB_KW)), wb_r(L->m0),
+            wb_r(mb));
+    wb_guard_last(L->f, L->elected, 0);
+}
+
+/* Every thread: wait until the TMA copy of block tile `tile` has landed in the stage at stage_off
+ * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). */
+static void wait_tma(lw *L, wb_reg tile, wb_reg stage_off)
+{
+    wb_reg mb = stage_mbar(L, stage_off);
+    wb_reg parity = andi(L, divi(L, tile, L->cfg->stages), 1);
+    const char *spin = wb_new_label(L->f, "tma");
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
+    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
+    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+}
+
 /* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
 static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 {
     int wkn = L->cfg->warps_k;
+    if (L->tma)
+        issue_tma(L, stage_off, kt);
     issue_plan(L, &L->pa, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * 2)));
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
@@ -303,7 +346,10 @@ static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 static void plan_copies(lw *L)
 {
     int warps = L->cfg->warps_n * L->cfg->warps_k;
-    plan_slots(L, &L->pa, L->lay.bm * 8 * L->cfg->warps_k, slot_a);
+    if (L->tma)
+        L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
+    else
+        plan_slots(L, &L->pa, L->lay.bm * 8 * L->cfg->warps_k, slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, slot_s);
 }
@@ -331,12 +377,14 @@ static void plan_frags(lw *L)
 
 static void load_w_words(lw *L, wb_reg *q, int fresh);
 
-/* The rotated wgmma loop's wait, fence and barrier: copies up to tile kt + 1 have landed and are
- * visible to wgmma (async proxy), and every warp is past the previous iteration. */
-static void land_stage(lw *L, int pending)
+/* The rotated wgmma loop's wait, fence and barrier: block tile kt + ahead has landed in the read
+ * stage and is visible to wgmma (async proxy), and every warp is past the previous iteration. */
+static void land_stage(lw *L, int pending, int ahead)
 {
     wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
     wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
+    if (L->tma)
+        wait_tma(L, addi(L, L->kt, ahead), L->ro);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
@@ -348,11 +396,25 @@ static void lower_kloop(lw *L)
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
         wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    if (L->tma) { /* thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes) */
+        wb_reg pm = mov(L, "u64", WB_RC_B64, wb_text("p_tmap"));
+        L->tmap = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
+        L->elected = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->elected), wb_r(L->tid), wb_imm(0));
+        L->mbar = addi(L, L->smem, L->lay.mbar_off);
+        for (int s = 0; s < L->cfg->stages; s++) {
+            wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(1));
+            wb_guard_last(L->f, L->elected, 0);
+        }
+        wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    }
     plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+    if (async_copies(L)) {
         for (int s = 0; s < ahead; s++) {
             wb_reg kts = mov(L, "u32", WB_RC_B32, wb_imm(s));
             wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
@@ -366,7 +428,7 @@ static void lower_kloop(lw *L)
         L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     }
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (lower_kloop_end) */
-        land_stage(L, ahead - 1);
+        land_stage(L, ahead - 1, 0);
         L->wpre = value_regs(L, L->wpre_value, L->fmt->w.bits);
         if (L->wpre)
             load_w_words(L, L->wpre, 1);
@@ -375,10 +437,12 @@ static void lower_kloop(lw *L)
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     L->loop_head = head;
     if (L->rot) {
-    } else if (L->cfg->load == WB_LOAD_CP_ASYNC) {
+    } else if (async_copies(L)) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
         if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
+        if (L->tma)
+            wait_tma(L, L->kt, L->ro);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_reg next = addi(L, L->kt, ahead);
         wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
@@ -410,7 +474,7 @@ static wb_reg advance_stage(lw *L, wb_reg off)
 static void land_next(lw *L, int pending, int dist)
 {
     advance_stage(L, L->ro);
-    land_stage(L, pending);
+    land_stage(L, pending, 1);
     wb_reg next = addi(L, L->kt, dist);
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     const char *skip = wb_new_label(L->f, "noissue");
@@ -464,7 +528,7 @@ static void lower_kloop_end(lw *L)
     }
     if (L->cfg->stages > 1) {
         advance_stage(L, L->ro);
-        if (L->cfg->load == WB_LOAD_CP_ASYNC)
+        if (async_copies(L))
             advance_stage(L, L->wo);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
@@ -682,7 +746,7 @@ static void lower_epilogue(lw *L, int acc)
     if (L->t->features & WB_FEAT_GRIDDEP) /* the next kernel may start its prologue now */
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (wkn > 1) {
-        if (L->cfg->load == WB_LOAD_CP_ASYNC)
+        if (async_copies(L))
             wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(0));
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         /* slot of partial sums (wk-1, wn): [i][lane] f32 */
@@ -750,6 +814,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
+    L.tma = k->cfg.load == WB_LOAD_TMA;
     /* WARBLE_WGMMA_PIPELINE=sync: wait for each group right after committing it (an experiment switch) */
     const char *pipe = getenv("WARBLE_WGMMA_PIPELINE");
     L.rot = L.wg && !(pipe && strcmp(pipe, "sync") == 0);

@@ -114,10 +114,22 @@ typedef struct CUlaunchConfig {
     X(cuGetErrorName, "cuGetErrorName", (CUresult err, const char **name))                          \
     X(cuGetErrorString, "cuGetErrorString", (CUresult err, const char **str))
 
+/* cuTensorMapEncodeTiled (CUDA 12.0 and newer drivers), for TMA loads: an opaque 128-byte map */
+typedef struct CUtensorMap {
+    _Alignas(128) unsigned long long opaque[16];
+} CUtensorMap;
+enum { CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9 };
+enum { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_128B = 3, CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 };
+
 /* Functions used when the driver has them (NULL otherwise): an older driver still runs warble. */
 #define WB_CUDA_OPTIONAL_FUNCS(X)                                                                   \
     X(cuLaunchKernelEx, "cuLaunchKernelEx",                                                         \
-      (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
+      (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))                    \
+    X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                             \
+      (CUtensorMap * map, int dtype, unsigned rank, void *address, const unsigned long long *dims,  \
+       const unsigned long long *strides, const unsigned *box, const unsigned *element_strides,     \
+       int interleave, int swizzle, int l2_promotion, int oob_fill))
 
 typedef struct wb_cuda_api {
 #define WB_CUDA_MEMBER(name, sym, params) CUresult (*name) params;

@@ -197,10 +197,16 @@ wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, 
     wb_launch_dims d;
     if ((st = wb_kernel_dims(&layer->f, &cfg, m, layer->n, layer->k, &d)))
         return st;
-    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32). */
+    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), and with TMA loads
+     * the map of the activations (M x K, boxes of the block's tokens x 64). */
     uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan;
     uint32_t p_m = (uint32_t)m, p_n = (uint32_t)layer->n, p_k = (uint32_t)layer->k;
-    void *params[8] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k};
+    CUtensorMap map;
+    void *params[9] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k, &map};
+    if (cfg.load == WB_LOAD_TMA &&
+        (st = wb_gpu_tensor_map(layer->gpu, &map, layer->f.a.kind == WB_KIND_BF16, a, (uint64_t)m,
+                                (uint64_t)layer->k, (unsigned)(8 * cfg.m_tiles), 64)))
+        return st;
     return wb_gpu_launch(layer->gpu, fn, &d, stream, params);
 }
 

@@ -114,6 +114,12 @@ if expect 0 "ptx --batch-invariant" "" -- $W ptx w4a16 --arch sm_90a --m 1,64,40
     [ "$(sed 's/.*wk=\([0-9]*\).*/\1/' "$tmp/out" | sort -u | wc -l)" -eq 1 ] ||
         fail "--batch-invariant split-K changes with M: $(cat "$tmp/out")"
 fi
+if expect 0 "ptx --load tma" "" -- $W ptx w4a16 --arch sm_90a --m 300 --n 4096 --k 4096 --load tma --plain; then
+    grep -q 'cp.async.bulk.tensor.2d' "$tmp/out" || fail "--load tma emits no TMA copy"
+    grep -q '\.param \.align 64 \.b8 p_tmap\[128\]' "$tmp/out" || fail "--load tma kernel takes no tensor map"
+fi
+expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
+expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
 expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --batch-invariant --mma wgmma
 
@@ -172,7 +178,8 @@ fi
 # ---- selftest / bench usage (no GPU needed)
 if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
-    awk -F'\t' '!(NF == 4 || (NF == 5 && $5 == "--batch-invariant")) { bad = 1 } END { exit bad }' "$tmp/out" ||
+    awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma"))) { bad = 1 }
+                 END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"
     grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"
 fi

@@ -31,6 +31,12 @@ static struct {
     void **launch_params;
     uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
     uint32_t launch_u32[3]; /* m, n, k */
+    uint64_t launch_map0;   /* with capture_layer_params on a TMA kernel: the first word of its map */
+    /* the last cuTensorMapEncodeTiled */
+    int maps, map_dtype, map_swizzle, map_oob;
+    unsigned map_rank, map_box[2];
+    unsigned long long map_dims[2], map_stride;
+    void *map_address;
     int attrib, attrib_value;
     /* the cuLink* JIT and cuModuleLoadData (the disk cache) */
     int driver_version;                      /* 0 = 13000 */
@@ -262,8 +268,26 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
             memcpy(&fake.launch_u64[i], params[i], 8);
         for (int i = 0; i < 3; i++)
             memcpy(&fake.launch_u32[i], params[5 + i], 4);
+        if (fake.launch_dims[0] && params[8] && fake.maps) /* a TMA kernel's ninth parameter */
+            memcpy(&fake.launch_map0, params[8], 8);
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+static CUresult f_tensor_map(CUtensorMap *map, int dtype, unsigned rank, void *address,
+                             const unsigned long long *dims, const unsigned long long *strides, const unsigned *box,
+                             const unsigned *element_strides, int interleave, int swizzle, int l2_promotion,
+                             int oob_fill)
+{
+    (void)element_strides, (void)interleave, (void)l2_promotion;
+    fake.maps++;
+    fake.map_dtype = dtype, fake.map_rank = rank, fake.map_address = address, fake.map_swizzle = swizzle;
+    fake.map_oob = oob_fill;
+    memcpy(fake.map_dims, dims, sizeof fake.map_dims);
+    fake.map_stride = strides[0];
+    memcpy(fake.map_box, box, sizeof fake.map_box);
+    memset(map, 0, sizeof *map);
+    map->opaque[0] = 0x7e45011ull + (uint64_t)fake.maps; /* a marker the launch should carry */
+    return CUDA_SUCCESS;
 }
 static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
@@ -351,6 +375,7 @@ static const wb_cuda_api fake_api = {
     .cuFuncSetAttribute = f_set_attribute,
     .cuLaunchKernel = f_launch,
     .cuLaunchKernelEx = f_launch_ex,
+    .cuTensorMapEncodeTiled = f_tensor_map,
     .cuStreamSynchronize = f_stream_sync,
     .cuEventCreate = f_event_create,
     .cuEventRecord = f_event_record,

@@ -32,6 +32,7 @@ awk -F'\t' '{ key = $1 " " $3 " " $4 " " ($5 == "" ? "-" : $5); if (!(key in ms)
 hash_group() {
     local spec=$1 n=$2 k=$3 choices=$4 ms=$5 id=$6
     [ "$choices" = "-" ] && choices=
+    choices=${choices//,/ }
     # shellcheck disable=SC2086 # choices are whole CLI words
     if "$WARBLE" ptx "$spec" --arch "$ARCH" --m "$ms" --n "$n" --k "$k" $choices --hash >"$tmp/$id.out" 2>"$tmp/$id.err"; then
         sed "s|\$|  $spec|" "$tmp/$id.out" >"$tmp/$id.hashes"

@@ -3,6 +3,7 @@
 # the whole weight catalog) on every architecture, through `warble check` (ptxas -v: no failure, no
 # warning, no spill) at M = 1..4096, N = K = 4096 (the W4A16 family) or 1, 256 (the catalog).
 # bf16 activations on sm_75 have no tensor-core path and must be rejected with exit 2 (that passes).
+# Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them.
 # Usage: WARBLE=build/warble JOBS=8 tests/ptx_gate.sh     (PTXAS=... overrides the ptxas binary)
 set -u
 WARBLE=${WARBLE:-build/warble}
@@ -42,7 +43,17 @@ one() {
         echo "fail: $arch $spec: exit $rc" >"$out/$id.rc"
     fi
 }
-export -f one
+# A case with forced choices (the fifth column of the list, comma-separated words): sm_90a, its shape.
+forced() {
+    local spec=$1 m=$2 n=$3 k=$4 choices=${5//,/ } id=$6
+    # shellcheck disable=SC2086 # choices are whole CLI words
+    if "$WARBLE" check "$spec" --arch sm_90a --m "$m" --n "$n" --k "$k" $choices >"$out/$id.log" 2>&1; then
+        echo "pass" >"$out/$id.rc"
+    else
+        echo "fail: sm_90a $spec m=$m $choices: exit $?" >"$out/$id.rc"
+    fi
+}
+export -f one forced
 export WARBLE MS out
 
 id=0
@@ -52,8 +63,11 @@ for arch in $ARCHS; do
         id=$((id + 1))
     done
 done >"$out/jobs"
-total=$(wc -l <"$out/jobs")
+"$WARBLE" selftest --list | awk -F'\t' -v id="$id" 'NF == 5 { printf "%s %s %s %s %s %05d\n", $1, $2, $3, $4, $5, id++ }' \
+    >"$out/forced"
+total=$(($(wc -l <"$out/jobs") + $(wc -l <"$out/forced")))
 xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$out/jobs"
+xargs -P "$JOBS" -L 1 bash -c 'forced "$@"' _ <"$out/forced"
 
 passed=0
 failed=0

@@ -89,6 +89,40 @@ START_TEST(test_layer_bad_shape)
 }
 END_TEST
 
+/* --load tma: every call encodes the activations' map (M x K, boxes of the block's tokens x 64 k,
+ * 128-byte swizzle, zeros past M) and passes it by value as the kernel's ninth parameter. */
+START_TEST(test_layer_gemm_tma)
+{
+    wb_gpu *g = fake_gpu();
+    fake.capture_layer_params = 1;
+    wb_layer *l = make_layer(g, "w4a16,a=bf16,ws=bf16", 256, 1024);
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}), WB_OK);
+    wb_status st = wb_layer_gemm(l, 300, 0xA000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm: %s", wb_last_error());
+    wb_config cfg;
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.load, WB_LOAD_TMA);
+    ck_assert_int_eq(fake.maps, 1);
+    ck_assert_int_eq(fake.map_dtype, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    ck_assert_uint_eq(fake.map_rank, 2);
+    ck_assert_ptr_eq(fake.map_address, (void *)(uintptr_t)0xA000);
+    ck_assert_uint_eq(fake.map_dims[0], 1024); /* k, innermost */
+    ck_assert_uint_eq(fake.map_dims[1], 300);
+    ck_assert_uint_eq(fake.map_stride, 2048);
+    ck_assert_uint_eq(fake.map_box[0], 64);
+    ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles);
+    ck_assert_int_eq(fake.map_swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+    ck_assert_int_eq(fake.map_oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 1);
+    ck_assert_int_eq(wb_layer_gemm(l, 7, 0xA000, 0xB000, NULL), WB_OK); /* a new map per call */
+    ck_assert_int_eq(fake.maps, 2);
+    ck_assert_uint_eq(fake.map_dims[1], 7);
+    ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 2);
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 START_TEST(test_layer_gemm)
 {
     wb_gpu *g = fake_gpu();
@@ -194,6 +228,7 @@ static Suite *layer_suite(void)
     tcase_add_checked_fixture(b, fake_setup, fake_teardown);
     tcase_add_test(b, test_layer_bad_shape);
     tcase_add_test(b, test_layer_gemm);
+    tcase_add_test(b, test_layer_gemm_tma);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
     suite_add_tcase(s, b);

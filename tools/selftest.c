@@ -23,6 +23,7 @@ typedef struct plan_case {
     int64_t m, n, k;
     int full;      /* compare every element */
     int invariant; /* batch-invariant mode: rows of M = m must match rows of M = INVARIANT_M bitwise */
+    int tma;       /* forced: wgmma with the activations by TMA (--load tma) */
 } plan_case;
 
 /* The batch-invariance cases run M = INVARIANT_M and compare every smaller M's rows against it. */
@@ -44,7 +45,7 @@ static int plan_add(plan *p, const char *spec, int64_t m, int64_t n, int64_t k, 
     }
     plan_case *c = &p->c[p->count++];
     snprintf(c->spec, sizeof c->spec, "%s", spec);
-    c->m = m, c->n = n, c->k = k, c->full = full, c->invariant = 0;
+    c->m = m, c->n = n, c->k = k, c->full = full, c->invariant = 0, c->tma = 0;
     return 0;
 }
 
@@ -139,6 +140,20 @@ static int plan_invariant(plan *p, int quick)
             if (!quick || s == 0)
                 if (!(rc = plan_add(p, specs[s], ms[i], 1024, 2048, 0)))
                     p->c[p->count - 1].invariant = 1;
+    return rc;
+}
+
+/* Part (d): the TMA load path of the wgmma kernel, forced: tails, both activation types, a zero point. */
+static int plan_tma(plan *p, int quick)
+{
+    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp"};
+    static const int64_t ms[] = {100, 256, 1000};
+    int rc = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if (!quick || i == s)
+                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
+                    p->c[p->count - 1].tma = 1;
     return rc;
 }
 
@@ -454,14 +469,14 @@ static int check_invariant(selftest *t, dev *d, const cli_host *h, int64_t m, ch
 /* Run a case; returns 0 and fills cfg/sha, or fills why. With `twice`, also checks determinism; with
  * `invariant_m` (> 0), runs in batch-invariant mode and checks the rows of M = invariant_m too, whose
  * kernel goes to sha2/cfg2. */
-static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, char *sha, char *cfg, char *sha2,
-                   char *cfg2, char *why, size_t wsz)
+static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, const wb_config *forced, char *sha,
+                   char *cfg, char *sha2, char *cfg2, char *why, size_t wsz)
 {
     dev d = {0};
     const char *step = "wb_layer_create";
     wb_status s = wb_layer_create(t->gpu, &h->f, h->n, h->k, &h->hw, &d.layer);
-    if (s == WB_OK && invariant_m > 0 && (step = "wb_layer_set_config", 1))
-        s = wb_layer_set_config(d.layer, &(wb_config){.batch_invariant = 1});
+    if (s == WB_OK && forced && (step = "wb_layer_set_config", 1))
+        s = wb_layer_set_config(d.layer, forced);
     if (s == WB_OK && (step = "wb_gpu_alloc", 1))
         s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_A], &d.a);
     if (s == WB_OK)
@@ -513,7 +528,11 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         cli_spec_str(&f, spec, sizeof spec);
         cli_host_random_acts(&h, &rng);
         cli_host_random_weights(&h, &rng);
-        if (run_gpu(t, &h, twice, invariant_m, sha, cfg, sha2, cfg2, why, sizeof why) == 0 &&
+        wb_config forced = {.batch_invariant = pc->invariant};
+        if (pc->tma)
+            forced.mma = WB_MMA_WGMMA, forced.load = WB_LOAD_TMA;
+        if (run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma ? &forced : NULL, sha, cfg, sha2, cfg2, why,
+                    sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
             double tol = tolerance(&f);
             if (bad)
@@ -537,7 +556,8 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         t->failed++;
     printf("%s %s m=%lld n=%lld k=%lld%s %s err=%.3e%s%s\n", ok ? "ok  " : "FAIL", pc->spec,
            (long long)pc->m, (long long)pc->n, (long long)pc->k,
-           pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" : twice ? " (twice, bitwise)" : "",
+           pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" : pc->tma ? " (TMA loads)" :
+           twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
 }
@@ -553,7 +573,7 @@ int cmd_selftest(int argc, char **argv)
         return rc;
     int quick = cli_has(&a, O_QUICK);
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)))
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;
@@ -574,8 +594,9 @@ int cmd_selftest(int argc, char **argv)
     }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)
+            /* choices the case forces, comma-separated CLI words (tests/ledger_check.sh) */
             printf("%s\t%lld\t%lld\t%lld%s\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
-                   (long long)p.c[i].k, p.c[i].invariant ? "\t--batch-invariant" : "");
+                   (long long)p.c[i].k, p.c[i].invariant ? "\t--batch-invariant" : p.c[i].tma ? "\t--mma,wgmma,--load,tma" : "");
         goto done;
     }
     if (cli_has(&a, O_SEED)) {
