@@ -12,7 +12,7 @@
  * activation tile is read by wgmma straight from shared memory through a descriptor (its rows are
  * 128 bytes with the 16-byte chunks XOR-swizzled by row, which is wgmma's 128B-swizzle K-major
  * layout), and the accumulator layout per warp is m16n8's repeated along N, so the epilogue is
- * shared. */
+ * shared. What the wgmma path adds (descriptors, groups, the rotated loop, TMA) is in lower_wgmma.c. */
 #include "lower/lower.h"
 
 #include <stdio.h>
@@ -22,138 +22,7 @@
 #include "lower/codes.h"
 #include "lower/layout.h"
 
-#define MAX_SLOTS 32
-
-typedef struct slot {
-    wb_reg src;  /* u64 global address at kt = 0 */
-    wb_reg dst;  /* u32 shared address in stage 0 */
-    wb_reg pred; /* copy only when true; id -1 = always */
-    wb_reg wk;   /* scale slots: the k64 chunk of the block tile this slot serves */
-} slot;
-
-typedef struct plan {
-    int n;
-    slot s[MAX_SLOTS];
-} plan;
-
-typedef struct lw {
-    wb_func *f;
-    wb_kernel *k;
-    const wb_target *t;
-    const wb_format *fmt;
-    const wb_config *cfg;
-    wb_layout lay;
-    const char *T;                     /* compute type: f16 or bf16 */
-    wb_reg tid, lane, gid, tig, wn, wk;
-    wb_reg out, a, w, s, chan;         /* global addresses */
-    wb_reg m, n, kdim, m0, strip0, kchunks, ngroups, kt, nkt;
-    wb_reg smem, ro, wo;               /* shared base, read / write stage offsets */
-    wb_reg **vals;                     /* registers of each tile value */
-    const char *loop_head;             /* label of the K loop */
-    plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
-    wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
-    int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
-    int wg;                            /* lower MMA to wgmma */
-    wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
-    int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
-    wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
-    int rot;                           /* wgmma with the rotated loop (lower_kloop_end_rotated) */
-    int u2;                            /* rotated and unrolled by two (WARBLE_WGMMA_PIPELINE=unroll2) */
-    const char *loop_exit;             /* u2: where an odd last tile leaves the loop */
-    int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
-    wb_reg *wpre;
-} lw;
-
-/* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
-static int async_copies(const lw *L)
-{
-    return L->cfg->load != WB_LOAD_LDG;
-}
-
-/* ---- small emit helpers: each returns the new destination register */
-
-static wb_reg op2(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y)
-{
-    wb_reg d = wb_new_reg(L->f, rc);
-    wb_emit(L->f, op, ty, 3, wb_r(d), x, y);
-    return d;
-}
-
-static wb_reg op3(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y, wb_opnd z)
-{
-    wb_reg d = wb_new_reg(L->f, rc);
-    wb_emit(L->f, op, ty, 4, wb_r(d), x, y, z);
-    return d;
-}
-
-static wb_reg mov(lw *L, const char *ty, wb_rc rc, wb_opnd x)
-{
-    wb_reg d = wb_new_reg(L->f, rc);
-    wb_emit(L->f, WB_OP_MOV, ty, 2, wb_r(d), x);
-    return d;
-}
-
-static wb_reg addi(lw *L, wb_reg x, int64_t v)
-{
-    return v ? op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_imm(v)) : x;
-}
-
-static wb_reg add(lw *L, wb_reg x, wb_reg y) { return op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_r(y)); }
-static wb_reg andi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static wb_reg shri(lw *L, wb_reg x, int v) { return op2(L, WB_OP_SHR, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static wb_reg muli(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static wb_reg divi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static wb_reg remi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-
-/* 64-bit address base + (u32 index) * scale */
-static wb_reg addr64(lw *L, wb_reg base, wb_reg index, int scale)
-{
-    wb_reg wide = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(index), wb_imm(scale));
-    return op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(base), wb_r(wide));
-}
-
-static wb_reg cvt(lw *L, const char *ty, wb_rc rc, wb_reg x)
-{
-    wb_reg d = wb_new_reg(L->f, rc);
-    wb_emit(L->f, WB_OP_CVT, ty, 2, wb_r(d), wb_r(x));
-    return d;
-}
-
-static wb_reg prmt(lw *L, wb_reg x, uint32_t selector)
-{
-    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(d), wb_r(x), wb_imm(0), wb_hex(selector));
-    return d;
-}
-
-static wb_reg param(lw *L, const char *name, int is64)
-{
-    wb_reg d = wb_new_reg(L->f, is64 ? WB_RC_B64 : WB_RC_B32);
-    wb_emit(L->f, WB_OP_LD_PARAM, is64 ? "u64" : "u32", 2, wb_r(d), wb_text(name));
-    if (!is64)
-        return d;
-    wb_reg g = wb_new_reg(L->f, WB_RC_B64);
-    wb_emit(L->f, WB_OP_CVTA_GLOBAL, NULL, 2, wb_r(g), wb_r(d));
-    return g;
-}
-
-static wb_reg special(lw *L, const char *name)
-{
-    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_SPECIAL, NULL, 2, wb_r(d), wb_text(name));
-    return d;
-}
-
-static wb_reg *value_regs(lw *L, int value, int count)
-{
-    wb_reg *r = wb_arena_alloc(L->f->arena, (size_t)count * sizeof *r);
-    if (!r) {
-        L->f->oom = 1;
-        return NULL;
-    }
-    L->vals[value] = r;
-    return r;
-}
+#include "lower/gemm_lower.h"
 
 /* ---- prologue: parameters, thread coordinates */
 
@@ -182,12 +51,8 @@ static void lower_setup(lw *L)
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->smem = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
-    if (L->wg) {
-        L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
-        wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
-        /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
-        L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
-    }
+    if (L->wg)
+        wb_wgmma_setup(L);
 }
 
 /* ---- global -> shared copies of one stage
@@ -289,45 +154,15 @@ static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
     }
 }
 
-/* The mbarrier of the stage at offset stage_off. */
-static wb_reg stage_mbar(lw *L, wb_reg stage_off)
-{
-    wb_reg idx = divi(L, stage_off, L->lay.stage);
-    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
-}
 
-/* Thread 0: the activation tile of block tile kt (rows m0.., k kt*64..) by one TMA copy, completing
- * the stage's mbarrier with its bytes (rows past M arrive as zeros and count too). */
-static void issue_tma(lw *L, wb_reg stage_off, wb_reg kt)
-{
-    wb_reg mb = stage_mbar(L, stage_off);
-    wb_reg dst = addi(L, add(L, L->smem, stage_off), L->lay.a_off);
-    wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(mb), wb_imm(L->lay.bm * 128));
-    wb_guard_last(L->f, L->elected, 0);
-    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, WB_KW)), wb_r(L->m0),
-            wb_r(mb));
-    wb_guard_last(L->f, L->elected, 0);
-}
 
-/* Every thread: wait until the TMA copy of block tile `tile` has landed in the stage at stage_off
- * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). */
-static void wait_tma(lw *L, wb_reg tile, wb_reg stage_off)
-{
-    wb_reg mb = stage_mbar(L, stage_off);
-    wb_reg parity = andi(L, divi(L, tile, L->cfg->stages), 1);
-    const char *spin = wb_new_label(L->f, "tma");
-    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
-    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
-    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
-}
 
 /* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
-static void issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
+void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
 {
     int wkn = L->cfg->warps_k;
     if (L->tma)
-        issue_tma(L, stage_off, kt);
+        wb_tma_issue(L, stage_off, kt);
     issue_plan(L, &L->pa, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * 2)));
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
@@ -375,18 +210,6 @@ static void plan_frags(lw *L)
 
 /* ---- the K loop */
 
-static void load_w_words(lw *L, wb_reg *q, int fresh);
-
-/* The rotated wgmma loop's wait, fence and barrier: block tile kt + ahead has landed in the read
- * stage and is visible to wgmma (async proxy), and every warp is past the previous iteration. */
-static void land_stage(lw *L, int pending, int ahead)
-{
-    wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
-    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
-    if (L->tma)
-        wait_tma(L, addi(L, L->kt, ahead), L->ro);
-    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
-}
 
 static void lower_kloop(lw *L)
 {
@@ -396,20 +219,8 @@ static void lower_kloop(lw *L)
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
         wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
-    if (L->tma) { /* thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes) */
-        wb_reg pm = mov(L, "u64", WB_RC_B64, wb_text("p_tmap"));
-        L->tmap = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
-        L->elected = wb_new_reg(L->f, WB_RC_PRED);
-        wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->elected), wb_r(L->tid), wb_imm(0));
-        L->mbar = addi(L, L->smem, L->lay.mbar_off);
-        for (int s = 0; s < L->cfg->stages; s++) {
-            wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(1));
-            wb_guard_last(L->f, L->elected, 0);
-        }
-        wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
-        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
-    }
+    if (L->tma)
+        wb_tma_setup(L);
     plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
@@ -421,45 +232,46 @@ static void lower_kloop(lw *L)
             const char *skip = wb_new_label(L->f, "pro");
             wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(kts), wb_r(L->nkt));
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-            issue_stage(L, mov(L, "u32", WB_RC_B32, wb_imm((int64_t)s * stage)), kts);
+            wb_gemm_issue_stage(L, mov(L, "u32", WB_RC_B32, wb_imm((int64_t)s * stage)), kts);
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
             wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
         }
         L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     }
-    if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (lower_kloop_end) */
-        land_stage(L, ahead - 1, 0);
+    if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
+        wb_wgmma_land(L, ahead - 1, 0);
         L->wpre = value_regs(L, L->wpre_value, L->fmt->w.bits);
         if (L->wpre)
-            load_w_words(L, L->wpre, 1);
+            wb_gemm_load_w_words(L, L->wpre, 1);
     }
     const char *head = wb_new_label(L->f, "kloop");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     L->loop_head = head;
     if (L->rot) {
+        /* the rotated loop lands each tile at the previous iteration's end (wb_wgmma_kloop_end) */
     } else if (async_copies(L)) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
         if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
-            wait_tma(L, L->kt, L->ro);
+            wb_tma_wait(L, L->kt, L->ro);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_reg next = addi(L, L->kt, ahead);
         wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
         const char *skip = wb_new_label(L->f, "noissue");
         wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-        issue_stage(L, L->wo, next);
+        wb_gemm_issue_stage(L, L->wo, next);
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
     } else {
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
-        issue_stage(L, L->ro, L->kt);
+        wb_gemm_issue_stage(L, L->ro, L->kt);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
     }
 }
 
-static wb_reg advance_stage(lw *L, wb_reg off)
+wb_reg wb_gemm_advance_stage(lw *L, wb_reg off)
 {
     int S = L->cfg->stages, stage = L->lay.stage;
     wb_reg next = addi(L, off, stage);
@@ -469,67 +281,19 @@ static wb_reg advance_stage(lw *L, wb_reg off)
     return off;
 }
 
-/* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words. */
-static void land_next(lw *L, int pending, int dist)
-{
-    advance_stage(L, L->ro);
-    land_stage(L, pending, 1);
-    wb_reg next = addi(L, L->kt, dist);
-    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-    const char *skip = wb_new_label(L->f, "noissue");
-    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-    issue_stage(L, L->wo, next);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-    wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
-    advance_stage(L, L->wo);
-    if (L->wpre)
-        load_w_words(L, L->wpre, 0);
-}
 
-/* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
- * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
- * waited for it before the barrier), load the next tile's code words, and only then wait for the
- * group. The group's whole flight lies inside one iteration, before its wait.
- * Unrolled by two (L->u2), the first half's group stays in flight through the second half's dequant
- * (other registers) and both are waited for at the iteration's end, so no flight crosses the loop's
- * back edge either; copies then run S - 3 tiles ahead, into the stage read two halves ago. */
-static void lower_kloop_end_rotated(lw *L, int first_half)
-{
-    int S = L->cfg->stages;
-    if (L->u2)
-        land_next(L, S - 4, S - 2);
-    else
-        land_next(L, S - 3, S - 1);
-    if (!first_half)
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
-    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
-    if (first_half) { /* an odd last tile: leave after the first half */
-        L->loop_exit = wb_new_label(L->f, "kexit");
-        wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(more), wb_text(L->loop_exit));
-        return;
-    }
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
-    if (L->u2) {
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-    }
-}
 
 static void lower_kloop_end(lw *L)
 {
     const char *head = L->loop_head;
     if (L->rot) {
-        lower_kloop_end_rotated(L, 0);
+        wb_wgmma_kloop_end(L, 0);
         return;
     }
     if (L->cfg->stages > 1) {
-        advance_stage(L, L->ro);
+        wb_gemm_advance_stage(L, L->ro);
         if (async_copies(L))
-            advance_stage(L, L->wo);
+            wb_gemm_advance_stage(L, L->wo);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
@@ -541,7 +305,7 @@ static void lower_kloop_end(lw *L)
 
 /* The lane's B words of packed codes at the read stage into q (fresh registers when fresh), in the
  * widest aligned vectors. */
-static void load_w_words(lw *L, wb_reg *q, int fresh)
+void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 {
     int words = L->fmt->w.bits, vec = words % 4 == 0 ? 4 : words % 2 == 0 ? 2 : 1;
     wb_reg base = add(L, L->wfrag, L->ro);
@@ -565,7 +329,7 @@ static void lower_frag_w(lw *L, int value)
         return;
     wb_reg *q = value_regs(L, value, L->fmt->w.bits);
     if (q)
-        load_w_words(L, q, 1);
+        wb_gemm_load_w_words(L, q, 1);
 }
 
 /* Per group: scale pair for row gid, for row gid+8, and the same for -(magic + zero) with zp=int.
@@ -605,27 +369,12 @@ static void lower_frag_scale(lw *L, int value)
     }
 }
 
-/* wgmma: one B descriptor per k16 step of the slice. Start address >> 4 in bits 0..13 (a step is
- * 32 bytes further along the swizzled row), leading byte offset 1 (unused by a swizzled K-major
- * tile) in bits 16..29. */
-static void lower_frag_a_desc(lw *L, int value)
-{
-    wb_reg *d = value_regs(L, value, 4);
-    if (!d)
-        return;
-    wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
-    wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
-    for (int step = 0; step < 4; step++) {
-        d[step] = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
-    }
-}
 
 /* Activation fragments by ldmatrix.x4 from the swizzled tile: b[(mt*4 + step)*2 + half]. */
 static void lower_frag_a(lw *L, int value)
 {
     if (L->wg) {
-        lower_frag_a_desc(L, value);
+        wb_wgmma_frag_desc(L, value);
         return;
     }
     int mt_n = L->cfg->m_tiles;
@@ -661,29 +410,12 @@ static void lower_acc(lw *L, int value)
         c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
-/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group. The
- * rotated loop waits for it at the iteration's end (lower_kloop_end_rotated); the plain one here. */
-static void wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
-{
-    const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
-    if (!shape) {
-        L->f->oom = 1;
-        return;
-    }
-    wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
-    for (int step = 0; step < 4; step++)
-        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
-                wb_r(desc[step]), wb_r(L->ptrue));
-    wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    if (!L->rot)
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-}
 
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
 static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
 {
     if (L->wg) {
-        wgmma_steps(L, c, a, b);
+        wb_wgmma_steps(L, c, a, b);
         return;
     }
     int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
@@ -824,7 +556,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
-    /* WARBLE_WGMMA_PIPELINE=unroll2 (an experiment, 4 or more stages): see lower_kloop_end_rotated */
+    /* WARBLE_WGMMA_PIPELINE=unroll2 (an experiment, 4 or more stages): see wb_wgmma_kloop_end */
     L.u2 = L.rot && pipe && strcmp(pipe, "unroll2") == 0 && k->cfg.stages >= 4;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
@@ -859,7 +591,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
         case WB_TOP_KLOOP_END:
             if (L.u2 && !second_half) { /* lower the body once more, into fresh registers */
-                lower_kloop_end_rotated(&L, 1);
+                wb_wgmma_kloop_end(&L, 1);
                 second_half = 1;
                 i = body - 1;
                 break;

@@ -1,0 +1,158 @@
+/* The GEMM lowering's private state and emit helpers, shared by lower_gemm.c (the kernel: copies,
+ * fragments, mma.sync, epilogue) and lower_wgmma.c (what the wgmma path adds: descriptors, wgmma
+ * groups, the rotated loop, TMA loads). Not installed; nothing else includes it. */
+#ifndef WB_GEMM_LOWER_H
+#define WB_GEMM_LOWER_H
+
+#include "lower/lower.h"
+#include "lower/layout.h"
+
+#define MAX_SLOTS 32
+
+typedef struct slot {
+    wb_reg src;  /* u64 global address at kt = 0 */
+    wb_reg dst;  /* u32 shared address in stage 0 */
+    wb_reg pred; /* copy only when true; id -1 = always */
+    wb_reg wk;   /* scale slots: the k64 chunk of the block tile this slot serves */
+} slot;
+
+typedef struct plan {
+    int n;
+    slot s[MAX_SLOTS];
+} plan;
+
+typedef struct lw {
+    wb_func *f;
+    wb_kernel *k;
+    const wb_target *t;
+    const wb_format *fmt;
+    const wb_config *cfg;
+    wb_layout lay;
+    const char *T;                     /* compute type: f16 or bf16 */
+    wb_reg tid, lane, gid, tig, wn, wk;
+    wb_reg out, a, w, s, chan;         /* global addresses */
+    wb_reg m, n, kdim, m0, strip0, kchunks, ngroups, kt, nkt;
+    wb_reg smem, ro, wo;               /* shared base, read / write stage offsets */
+    wb_reg **vals;                     /* registers of each tile value */
+    const char *loop_head;             /* label of the K loop */
+    plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
+    wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
+    int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
+    int wg;                            /* lower MMA to wgmma */
+    wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
+    int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
+    wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
+    int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
+    int u2;                            /* rotated and unrolled by two (WARBLE_WGMMA_PIPELINE=unroll2) */
+    const char *loop_exit;             /* u2: where an odd last tile leaves the loop */
+    int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
+    wb_reg *wpre;
+} lw;
+
+/* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
+static inline int async_copies(const lw *L)
+{
+    return L->cfg->load != WB_LOAD_LDG;
+}
+
+/* ---- small emit helpers: each returns the new destination register */
+
+static inline wb_reg op2(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, op, ty, 3, wb_r(d), x, y);
+    return d;
+}
+
+static inline wb_reg op3(lw *L, wb_op op, const char *ty, wb_rc rc, wb_opnd x, wb_opnd y, wb_opnd z)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, op, ty, 4, wb_r(d), x, y, z);
+    return d;
+}
+
+static inline wb_reg mov(lw *L, const char *ty, wb_rc rc, wb_opnd x)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, WB_OP_MOV, ty, 2, wb_r(d), x);
+    return d;
+}
+
+static inline wb_reg addi(lw *L, wb_reg x, int64_t v)
+{
+    return v ? op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_imm(v)) : x;
+}
+
+static inline wb_reg add(lw *L, wb_reg x, wb_reg y) { return op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_r(y)); }
+static inline wb_reg andi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static inline wb_reg shri(lw *L, wb_reg x, int v) { return op2(L, WB_OP_SHR, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static inline wb_reg muli(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static inline wb_reg divi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+static inline wb_reg remi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+
+/* 64-bit address base + (u32 index) * scale */
+static inline wb_reg addr64(lw *L, wb_reg base, wb_reg index, int scale)
+{
+    wb_reg wide = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(index), wb_imm(scale));
+    return op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(base), wb_r(wide));
+}
+
+static inline wb_reg cvt(lw *L, const char *ty, wb_rc rc, wb_reg x)
+{
+    wb_reg d = wb_new_reg(L->f, rc);
+    wb_emit(L->f, WB_OP_CVT, ty, 2, wb_r(d), wb_r(x));
+    return d;
+}
+
+static inline wb_reg prmt(lw *L, wb_reg x, uint32_t selector)
+{
+    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(d), wb_r(x), wb_imm(0), wb_hex(selector));
+    return d;
+}
+
+static inline wb_reg param(lw *L, const char *name, int is64)
+{
+    wb_reg d = wb_new_reg(L->f, is64 ? WB_RC_B64 : WB_RC_B32);
+    wb_emit(L->f, WB_OP_LD_PARAM, is64 ? "u64" : "u32", 2, wb_r(d), wb_text(name));
+    if (!is64)
+        return d;
+    wb_reg g = wb_new_reg(L->f, WB_RC_B64);
+    wb_emit(L->f, WB_OP_CVTA_GLOBAL, NULL, 2, wb_r(g), wb_r(d));
+    return g;
+}
+
+static inline wb_reg special(lw *L, const char *name)
+{
+    wb_reg d = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_SPECIAL, NULL, 2, wb_r(d), wb_text(name));
+    return d;
+}
+
+static inline wb_reg *value_regs(lw *L, int value, int count)
+{
+    wb_reg *r = wb_arena_alloc(L->f->arena, (size_t)count * sizeof *r);
+    if (!r) {
+        L->f->oom = 1;
+        return NULL;
+    }
+    L->vals[value] = r;
+    return r;
+}
+
+/* lower_gemm.c, used by the wgmma path */
+wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
+void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
+void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
+
+/* lower_wgmma.c */
+void wb_wgmma_setup(lw *L);
+void wb_tma_setup(lw *L);
+void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt);
+void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
+void wb_wgmma_land(lw *L, int pending, int ahead);
+void wb_wgmma_kloop_end(lw *L, int first_half);
+void wb_wgmma_frag_desc(lw *L, int value);
+void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
+
+#endif

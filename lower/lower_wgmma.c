@@ -1,0 +1,161 @@
+/* The wgmma path of the GEMM lowering (sm_90a): descriptors, wgmma groups, the rotated K loop and TMA
+ * loads. lower_gemm.c calls in here where L->wg, L->rot or L->tma says so; see its head comment for
+ * why a warp's dequantized slice is already wgmma's register A operand. */
+#include "lower/gemm_lower.h"
+
+#include <stdlib.h>
+
+/* wgmma: the scale-d predicate and the descriptors' high word. */
+void wb_wgmma_setup(lw *L)
+{
+    L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
+    /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
+    L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
+}
+
+/* Thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes); every thread gets
+ * the tensor map's generic address. */
+void wb_tma_setup(lw *L)
+{
+    wb_reg pm = mov(L, "u64", WB_RC_B64, wb_text("p_tmap"));
+    L->tmap = wb_new_reg(L->f, WB_RC_B64);
+    wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
+    L->elected = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->elected), wb_r(L->tid), wb_imm(0));
+    L->mbar = addi(L, L->smem, L->lay.mbar_off);
+    for (int s = 0; s < L->cfg->stages; s++) {
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(1));
+        wb_guard_last(L->f, L->elected, 0);
+    }
+    wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+}
+
+/* The mbarrier of the stage at offset stage_off. */
+static wb_reg stage_mbar(lw *L, wb_reg stage_off)
+{
+    wb_reg idx = divi(L, stage_off, L->lay.stage);
+    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
+}
+
+/* Thread 0: the activation tile of block tile kt (rows m0.., k kt*64..) by one TMA copy, completing
+ * the stage's mbarrier with its bytes (rows past M arrive as zeros and count too). */
+void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt)
+{
+    wb_reg mb = stage_mbar(L, stage_off);
+    wb_reg dst = addi(L, add(L, L->smem, stage_off), L->lay.a_off);
+    wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(mb), wb_imm(L->lay.bm * 128));
+    wb_guard_last(L->f, L->elected, 0);
+    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, WB_KW)), wb_r(L->m0),
+            wb_r(mb));
+    wb_guard_last(L->f, L->elected, 0);
+}
+
+/* Every thread: wait until the TMA copy of block tile `tile` has landed in the stage at stage_off
+ * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). */
+void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
+{
+    wb_reg mb = stage_mbar(L, stage_off);
+    wb_reg parity = andi(L, divi(L, tile, L->cfg->stages), 1);
+    const char *spin = wb_new_label(L->f, "tma");
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
+    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
+    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+}
+
+/* The rotated wgmma loop's wait, fence and barrier: block tile kt + ahead has landed in the read
+ * stage and is visible to wgmma (async proxy), and every warp is past the previous iteration. */
+void wb_wgmma_land(lw *L, int pending, int ahead)
+{
+    wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
+    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
+    if (L->tma)
+        wb_tma_wait(L, addi(L, L->kt, ahead), L->ro);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+}
+
+/* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
+ * the write stage, load tile kt + 1's code words. */
+static void land_next(lw *L, int pending, int dist)
+{
+    wb_gemm_advance_stage(L, L->ro);
+    wb_wgmma_land(L, pending, 1);
+    wb_reg next = addi(L, L->kt, dist);
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "noissue");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+    wb_gemm_issue_stage(L, L->wo, next);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+    wb_gemm_advance_stage(L, L->wo);
+    if (L->wpre)
+        wb_gemm_load_w_words(L, L->wpre, 0);
+}
+
+/* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
+ * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
+ * waited for it before the barrier), load the next tile's code words, and only then wait for the
+ * group. The group's whole flight lies inside one iteration, before its wait.
+ * Unrolled by two (L->u2), the first half's group stays in flight through the second half's dequant
+ * (other registers) and both are waited for at the iteration's end, so no flight crosses the loop's
+ * back edge either; copies then run S - 3 tiles ahead, into the stage read two halves ago. */
+void wb_wgmma_kloop_end(lw *L, int first_half)
+{
+    int S = L->cfg->stages;
+    if (L->u2)
+        land_next(L, S - 4, S - 2);
+    else
+        land_next(L, S - 3, S - 1);
+    if (!first_half)
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
+    if (first_half) { /* an odd last tile: leave after the first half */
+        L->loop_exit = wb_new_label(L->f, "kexit");
+        wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(more), wb_text(L->loop_exit));
+        return;
+    }
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
+    if (L->u2) {
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    }
+}
+
+/* wgmma: one B descriptor per k16 step of the slice. Start address >> 4 in bits 0..13 (a step is
+ * 32 bytes further along the swizzled row), leading byte offset 1 (unused by a swizzled K-major
+ * tile) in bits 16..29. */
+void wb_wgmma_frag_desc(lw *L, int value)
+{
+    wb_reg *d = value_regs(L, value, 4);
+    if (!d)
+        return;
+    wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
+    wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
+    for (int step = 0; step < 4; step++) {
+        d[step] = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+    }
+}
+
+/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group. The
+ * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here. */
+void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
+{
+    const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
+    if (!shape) {
+        L->f->oom = 1;
+        return;
+    }
+    wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
+    for (int step = 0; step < 4; step++)
+        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
+                wb_r(desc[step]), wb_r(L->ptrue));
+    wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
+    if (!L->rot)
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+}
