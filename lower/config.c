@@ -50,8 +50,11 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     if (!c->warps_k)
         c->warps_k = 1;
     int64_t sms = t->sm_count_hint;
+    int mt_cap = 1; /* no wider wgmma than M needs (wgmma forced at small M) */
+    while (8 * mt_cap < m && mt_cap < 32)
+        mt_cap *= 2;
     wb_config big = *c, best = *c;
-    big.m_tiles = c->m_tiles ? c->m_tiles : 32;
+    big.m_tiles = c->m_tiles ? c->m_tiles : mt_cap;
     big.warps_n = c->warps_n ? c->warps_n : 8;
     int64_t best_blocks = -1;
     if (n % (16 * big.warps_n) == 0 && wgmma_blocks(&big, m, n) * 10 >= 18 * sms) {
@@ -59,7 +62,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     } else {
         for (size_t i = 0; i < WB_COUNT(wgmma_shapes); i++) {
             wb_config x = *c;
-            x.m_tiles = c->m_tiles ? c->m_tiles : wgmma_shapes[i][0];
+            x.m_tiles = c->m_tiles ? c->m_tiles : wgmma_shapes[i][0] < mt_cap ? wgmma_shapes[i][0] : mt_cap;
             x.warps_n = c->warps_n ? c->warps_n : wgmma_shapes[i][1];
             if (n % (16 * x.warps_n))
                 continue;
@@ -74,7 +77,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     }
     *c = best;
     if (!c->m_tiles)
-        c->m_tiles = 4;
+        c->m_tiles = mt_cap < 4 ? mt_cap : 4;
     if (!c->warps_n)
         c->warps_n = 4;
     if (!c->stages) {
@@ -105,8 +108,10 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     const wb_target *t = wb_target_get(arch);
     if (!t || !f || !c)
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
+    /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
+    int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     if (!c->mma)
-        c->mma = !c->batch_invariant && wants_wgmma(t, c, m, n) ? WB_MMA_WGMMA : WB_MMA_SYNC;
+        c->mma = !c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n)) ? WB_MMA_WGMMA : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
         choose_wgmma(t, f, m, n, c);
         return WB_OK;
