@@ -14,6 +14,9 @@ enum {
     WB_FEAT_TCGEN05 = 1 << 6,
     WB_FEAT_GRIDDEP = 1 << 7,    /* griddepcontrol: programmatic dependent launch (sm_90 and newer) */
     WB_FEAT_CVT_FP4 = 1 << 8,    /* cvt.rn.f16x2.e2m1x2: a byte of two fp4 -> an f16 pair, one F2FP */
+    WB_FEAT_CVT_FP8 = 1 << 9,    /* cvt.rn.f16x2.e4m3x2/e5m2x2: a .b16 of two fp8 -> an f16 pair. Native from
+                                  * sm_89, but there it needs PTX 8.1 and sm_89 is emitted as .version 7.8:
+                                  * set from sm_90a on */
 };
 
 typedef struct wb_target {

@@ -5,7 +5,9 @@
  * rules (a target with WB_FEAT_CVT_FP4; f16 and bf16) are run with cvt.rn.f16x2.e2m1x2 modelled from
  * the reference codec, on every pair of codes at every position of every lane, and must give the
  * same bits as the bit moves (-0 included); for mxfp4, nvfp4-a16 and one f16 format also with every
- * finite scale. */
+ * finite scale. The hardware e4m3/e5m2 rule into f16 (a target with WB_FEAT_CVT_FP8) is run with
+ * cvt.rn.f16x2.e4m3x2/e5m2x2 modelled from the reference codec, with every finite code at every
+ * position of every lane, and must give the same bits as the bit moves. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +44,20 @@ static uint32_t cvt_f16x2_e2m1x2(const wb_func *f, wb_opnd src, const uint32_t *
     if (!e2m1.bits)
         CHECK(wb_type_parse("e2m1", &e2m1) == 0, "e2m1 is a type");
     return wb_f16_from_double(wb_type_decode(e2m1, b & 15)) | (uint32_t)wb_f16_from_double(wb_type_decode(e2m1, b >> 4)) << 16;
+}
+
+/* cvt.rn.f16x2.e4m3x2 / e5m2x2 d, h: the low byte of the .b16 h to the low half of d, the high byte
+ * to the high half (PTX ISA), each converted exactly (every finite e4m3 and e5m2 value is an f16). */
+static uint32_t cvt_f16x2_fp8x2(const wb_func *f, const char *name, wb_opnd src, const uint32_t *regs)
+{
+    CHECK(src.kind == WB_O_REG && f->reg_class[src.v] == WB_RC_B16, "the %sx2 source must be a .b16 register", name);
+    uint32_t h = regs[src.v];
+    CHECK(h < 65536, "a .b16 register holds 0x%x", h);
+    wb_type t;
+    CHECK(wb_type_parse(name, &t) == 0, "%s is a type", name);
+    double lo = wb_type_decode(t, h & 255), hi = wb_type_decode(t, h >> 8);
+    CHECK(isfinite(lo) && isfinite(hi), "a code that is not finite reached the conversion: 0x%04x", h);
+    return wb_f16_from_double(lo) | (uint32_t)wb_f16_from_double(hi) << 16;
 }
 
 /* fma on both 16-bit halves, exact in double, rounded once */
@@ -100,8 +116,15 @@ static void run(const wb_func *f, uint32_t *regs)
             }
             break;
         case WB_OP_CVT:
-            CHECK(!strcmp(in->type, "rn.f16x2.e2m1x2"), "cvt.%s is not modelled", in->type);
-            *d = cvt_f16x2_e2m1x2(f, in->o[1], regs);
+            if (!strcmp(in->type, "u16.u32")) { /* the low half of a .b32 into a .b16 */
+                CHECK(f->reg_class[in->o[0].v] == WB_RC_B16, "cvt.u16.u32 into a .b16 register");
+                *d = opnd(regs, in->o[1]) & 0xFFFF;
+            } else if (!strcmp(in->type, "rn.f16x2.e4m3x2") || !strcmp(in->type, "rn.f16x2.e5m2x2")) {
+                *d = cvt_f16x2_fp8x2(f, in->type[10] == '4' ? "e4m3" : "e5m2", in->o[1], regs);
+            } else {
+                CHECK(!strcmp(in->type, "rn.f16x2.e2m1x2"), "cvt.%s is not modelled", in->type);
+                *d = cvt_f16x2_e2m1x2(f, in->o[1], regs);
+            }
             break;
         default: ck_abort_msg("the dequant emitted an op the test does not model: %d", in->op);
         }
@@ -135,6 +158,7 @@ typedef struct mode {
     const wb_target *target;
     uint8_t (*walk)[256];
     int tile;
+    uint8_t (*walk8)[256]; /* 8-bit codes: position row * 64 + col of tile `tile` holds walk8[pos][tile] */
 } mode;
 
 /* What the dequant emitted: instructions (comments excluded) and hardware e2m1 conversions. */
@@ -146,6 +170,10 @@ static uint8_t tile_code(const wb_format *f, uint64_t *st, const mode *md, int r
 {
     if (md->walk)
         return (uint8_t)(md->walk[row * 32 + col / 2][md->tile] >> (4 * (col & 1)) & 15);
+    if (md->walk8) { /* a code that is not finite (the packer rejects it) is replaced by 0 */
+        uint8_t c = md->walk8[row * 64 + col][md->tile];
+        return isfinite(wb_format_weight_value(f, c)) ? c : 0;
+    }
     uint8_t c;
     do
         c = (uint8_t)(wbt_next(st) & ((1u << f->w.bits) - 1));
@@ -166,6 +194,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
     unsigned char scale[16 * 4 * 4], zf[16 * 4 * 4];
     int sb = wb_type_file_bytes(f.ws);
     ck_assert(!md->walk || bits == 4);
+    ck_assert(!md->walk8 || bits == 8);
     for (int i = 0; i < n * k; i++)
         codes[i] = tile_code(&f, st, md, i / k, i % k);
     for (int i = 0; i < n * groups; i++) {
@@ -289,7 +318,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
 
 static void check_mode(const char *spec, uint64_t *st, int scaled)
 {
-    mode md = {scaled, NULL, NULL, 0};
+    mode md = {scaled, NULL, NULL, 0, NULL};
     check_tile(spec, st, &md);
 }
 
@@ -372,7 +401,7 @@ static both check_e2m1_pairs(const char *spec, wb_arch arch, int tiles)
     uint64_t st = wbt_seed() ^ 0xe2a1;
     for (int t = 0; t < tiles; t++)
         for (int scaled = 1; scaled >= 0; scaled--) {
-            mode md = {scaled, wb_target_get(arch), walk, t};
+            mode md = {scaled, wb_target_get(arch), walk, t, NULL};
             em.m[scaled] = check_tile(spec, &st, &md);
         }
     return em;
@@ -398,6 +427,62 @@ START_TEST(hardware_e2m1)
                 if (!bits.m[scaled].insns)
                     continue; /* the unscaled mode needs one scale per slice */
                 ck_assert_msg(e.m[scaled].cvts == (hw ? 16 : 0), "%s on %s: %d cvt", specs[i], t->name, e.m[scaled].cvts);
+                ck_assert_msg(!hw || e.m[scaled].insns < bits.m[scaled].insns, "%s on %s (%s): %d instructions, the "
+                              "bit moves %d", specs[i], t->name, scaled ? "scaled" : "unscaled", e.m[scaled].insns,
+                              bits.m[scaled].insns);
+            }
+        }
+    }
+}
+END_TEST
+
+/* 8-bit codes: every code (0..255) at every position of the 16 x 64 tile over 256 tiles, from a random
+ * permutation per position. */
+static uint8_t walk8[16 * 64][256];
+
+static both check_fp8_codes(const char *spec, wb_arch arch, int tiles)
+{
+    both em = {{{0, 0}, {0, 0}}};
+    uint64_t st = wbt_seed() ^ 0xf8f8;
+    for (int t = 0; t < tiles; t++)
+        for (int scaled = 1; scaled >= 0; scaled--) {
+            mode md = {scaled, wb_target_get(arch), NULL, t, walk8};
+            em.m[scaled] = check_tile(spec, &st, &md);
+        }
+    return em;
+}
+
+START_TEST(hardware_fp8)
+{
+    /* f16 with e4m3 and e5m2 codes (w8a16-style; per-channel and grouped scales, g=0 also unscaled);
+     * bf16 keeps the bit moves everywhere */
+    const char *specs[] = {"a=f16,w=e4m3,ws=f32,g=0", "a=f16,w=e5m2,ws=f32,g=0", "a=f16,w=e4m3,ws=f16,g=64",
+                           "a=f16,w=e5m2,ws=f16,g=32", "a=f16,w=e4m3,ws=e8m0,g=32", "a=bf16,w=e4m3,ws=f32,g=0",
+                           "a=bf16,w=e5m2,ws=bf16,g=64"};
+    uint64_t st = wbt_seed() ^ 0x8e43;
+    for (int p = 0; p < 16 * 64; p++) {
+        for (int t = 0; t < 256; t++)
+            walk8[p][t] = (uint8_t)t;
+        for (int t = 255; t > 0; t--) {
+            int j = (int)(wbt_next(&st) % (uint64_t)(t + 1));
+            uint8_t x = walk8[p][t];
+            walk8[p][t] = walk8[p][j];
+            walk8[p][j] = x;
+        }
+    }
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        wb_format f;
+        ck_assert(wb_format_parse(specs[i], &f) == WB_OK);
+        both bits = check_fp8_codes(specs[i], WB_ARCH_SM89, 1);
+        for (int a = 0; a < WB_ARCH_COUNT; a++) {
+            const wb_target *t = wb_target_get((wb_arch)a);
+            int hw = (t->features & WB_FEAT_CVT_FP8) != 0 && f.a.kind == WB_KIND_F16;
+            both e = check_fp8_codes(specs[i], (wb_arch)a, hw ? 256 : 1);
+            for (int scaled = 0; scaled < 2; scaled++) {
+                if (!bits.m[scaled].insns)
+                    continue;
+                /* one cvt.u16.u32 and one conversion per register pair */
+                ck_assert_msg(e.m[scaled].cvts == (hw ? 32 : 0), "%s on %s: %d cvt", specs[i], t->name, e.m[scaled].cvts);
                 ck_assert_msg(!hw || e.m[scaled].insns < bits.m[scaled].insns, "%s on %s (%s): %d instructions, the "
                               "bit moves %d", specs[i], t->name, scaled ? "scaled" : "unscaled", e.m[scaled].insns,
                               bits.m[scaled].insns);
@@ -515,6 +600,7 @@ int main(void)
     tcase_add_test(t, lookup_tables);
     tcase_add_test(t, hardware_e2m1);
     tcase_add_test(t, hardware_e2m1_every_scale);
+    tcase_add_test(t, hardware_fp8);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

@@ -221,6 +221,28 @@ START_TEST(annotated_ptx_names_ops_and_rules)
         ck_assert(!!strstr(ptx, "dequant rule: small float e2m1 -> f16") == !hw);
         free(ptx);
     }
+    /* e4m3 and e5m2 into f16: the hardware fp8 conversion where the target has it; bf16 keeps the bit moves */
+    const char *fp8[] = {"a=f16,w=e4m3,ws=f32,g=0", "a=f16,w=e5m2,ws=f16,g=64", "a=bf16,w=e4m3,ws=f32,g=0"};
+    for (size_t i = 0; i < sizeof fp8 / sizeof fp8[0]; i++) {
+        f = fmt(fp8[i]);
+        const char *w = f.w.ebits == 4 ? "e4m3" : "e5m2";
+        for (int a = 0; a < WB_ARCH_COUNT; a++) {
+            if (f.a.kind == WB_KIND_BF16 && !(wb_target_get((wb_arch)a)->features & WB_FEAT_BF16))
+                continue; /* sm_75: no bf16 */
+            int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP8) != 0 && f.a.kind == WB_KIND_F16;
+            char rule[128], cvt[64], bits[64];
+            snprintf(rule, sizeof rule, "dequant rule: %s -> f16 by the hardware cvt.rn.f16x2.%sx2 (%s)", w, w,
+                     wb_arch_name((wb_arch)a));
+            snprintf(cvt, sizeof cvt, "cvt.rn.f16x2.%sx2 %%r", w);
+            snprintf(bits, sizeof bits, "dequant rule: small float %s -> %s", w, f.a.kind == WB_KIND_F16 ? "f16" : "bf16");
+            c = full_config(&f, (wb_arch)a, 16);
+            ck_assert_int_eq(wb_kernel_ptx(&f, (wb_arch)a, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+            ck_assert_msg(!!strstr(ptx, rule) == hw, "%s on %s: %s", fp8[i], wb_arch_name((wb_arch)a), rule);
+            ck_assert(!!strstr(ptx, cvt) == hw);
+            ck_assert(!!strstr(ptx, bits) == !hw);
+            free(ptx);
+        }
+    }
 }
 END_TEST
 
@@ -338,6 +360,11 @@ START_TEST(instruction_table)
         for (size_t j = 0; j < sizeof same / sizeof same[0]; j++)
             ck_assert_msg(!!(t->features & same[j].feat) == (wb_isa_get((wb_arch)a, same[j].family) == WB_ISA_NATIVE),
                           "%s: feature bit and table disagree on %s", t->name, wb_isa_name(same[j].family));
+        /* the fp8 conversion: native per the table, and the PTX version of the target has it (sm_90 and
+         * newer: any; sm_89: 8.1, which its .version 7.8 here is not, so sm_89 keeps the bit moves) */
+        int fp8 = wb_isa_get((wb_arch)a, WB_ISA_CVT_FP8) == WB_ISA_NATIVE &&
+                  (t->cc_major >= 9 || strcmp(t->ptx_version, "8.1") >= 0);
+        ck_assert_msg(!!(t->features & WB_FEAT_CVT_FP8) == fp8, "%s: WB_FEAT_CVT_FP8 and the table disagree", t->name);
         /* what the kernels emit */
         struct { const char *spec, *text; int family; } forms[] = {
             {"w4a16", "mma.sync.aligned.m16n8k16.row.col.f32.f16", WB_ISA_MMA_F16_K16},
