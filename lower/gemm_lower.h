@@ -143,6 +143,7 @@ static inline wb_reg *value_regs(lw *L, int value, int count)
 /* lower_gemm.c, used by the wgmma path */
 wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
+void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 /* lower_wgmma.c */

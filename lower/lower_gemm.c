@@ -178,6 +178,19 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
     }
 }
 
+/* Issue the copies of tile `next` into the write stage unless it is past K, and commit the group
+ * either way (the cp.async group count stays one per iteration). */
+void wb_gemm_issue_ahead(lw *L, wb_reg next)
+{
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "noissue");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+    wb_gemm_issue_stage(L, L->wo, next);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+}
+
 static void plan_copies(lw *L)
 {
     int warps = L->cfg->warps_n * L->cfg->warps_k;
@@ -257,13 +270,7 @@ static void lower_kloop(lw *L)
             wb_tma_wait(L, L->kt, L->ro);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_reg next = addi(L, L->kt, ahead);
-        wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-        const char *skip = wb_new_label(L->f, "noissue");
-        wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
-        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-        wb_gemm_issue_stage(L, L->wo, next);
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-        wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+        wb_gemm_issue_ahead(L, next);
     } else {
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_gemm_issue_stage(L, L->ro, L->kt);

@@ -83,13 +83,7 @@ static void land_next(lw *L, int pending, int dist)
     wb_gemm_advance_stage(L, L->ro);
     wb_wgmma_land(L, pending, 1);
     wb_reg next = addi(L, L->kt, dist);
-    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-    const char *skip = wb_new_label(L->f, "noissue");
-    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(next), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-    wb_gemm_issue_stage(L, L->wo, next);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-    wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+    wb_gemm_issue_ahead(L, next);
     wb_gemm_advance_stage(L, L->wo);
     if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
