@@ -26,6 +26,12 @@ typedef struct plan_case {
     int tma;       /* forced: wgmma with the activations by TMA (--load tma) */
 } plan_case;
 
+/* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
+static const char *case_choices(const plan_case *c)
+{
+    return c->invariant ? "--batch-invariant" : c->tma ? "--mma,wgmma,--load,tma" : "";
+}
+
 /* The batch-invariance cases run M = INVARIANT_M and compare every smaller M's rows against it. */
 #define INVARIANT_M 300
 
@@ -567,7 +573,7 @@ int cmd_selftest(int argc, char **argv)
     cli_args a;
     plan p = {0};
     selftest t = {0};
-    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY);
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY) | OPT(O_SKIP);
     int device, rc = cli_parse(argc, argv, allowed, 0, &a);
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
@@ -585,18 +591,23 @@ int cmd_selftest(int argc, char **argv)
                 }
         p.count = kept;
     }
-    if (cli_has(&a, O_ONLY)) { /* --only TEXT: only the cases whose spec contains TEXT */
+    if (cli_has(&a, O_ONLY) || cli_has(&a, O_SKIP)) { /* --only/--skip TEXT: keep or drop the cases whose
+                                                         spec or forced choices contain TEXT */
         int kept = 0;
-        for (int i = 0; i < p.count; i++)
-            if (strstr(p.c[i].spec, a.val[O_ONLY]))
+        for (int i = 0; i < p.count; i++) {
+            char text[600];
+            snprintf(text, sizeof text, "%s %s", p.c[i].spec, case_choices(&p.c[i]));
+            if ((!cli_has(&a, O_ONLY) || strstr(text, a.val[O_ONLY])) &&
+                (!cli_has(&a, O_SKIP) || !strstr(text, a.val[O_SKIP])))
                 p.c[kept++] = p.c[i];
+        }
         p.count = kept;
     }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)
             /* choices the case forces, comma-separated CLI words (tests/ledger_check.sh) */
-            printf("%s\t%lld\t%lld\t%lld%s\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
-                   (long long)p.c[i].k, p.c[i].invariant ? "\t--batch-invariant" : p.c[i].tma ? "\t--mma,wgmma,--load,tma" : "");
+            printf("%s\t%lld\t%lld\t%lld%s%s\n", p.c[i].spec, (long long)p.c[i].m, (long long)p.c[i].n,
+                   (long long)p.c[i].k, *case_choices(&p.c[i]) ? "\t" : "", case_choices(&p.c[i]));
         goto done;
     }
     if (cli_has(&a, O_SEED)) {
