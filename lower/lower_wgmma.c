@@ -53,9 +53,14 @@ void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt)
 }
 
 /* Every thread: wait until the TMA copy of block tile `tile` has landed in the stage at stage_off
- * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). */
+ * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). A tile past K was never
+ * issued, so there is nothing to wait for: the rotated loop's last iteration lands tile nkt. */
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
 {
+    wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "tma_none");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
     wb_reg mb = stage_mbar(L, stage_off);
     wb_reg parity = andi(L, divi(L, tile, L->cfg->stages), 1);
     const char *spin = wb_new_label(L->f, "tma");
@@ -63,6 +68,7 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
     wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
     wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
 /* The rotated wgmma loop's wait, fence and barrier: block tile kt + ahead has landed in the read
