@@ -43,8 +43,6 @@ typedef struct lw {
     int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
-    int u2;                            /* rotated and unrolled by two (WARBLE_WGMMA_PIPELINE=unroll2) */
-    const char *loop_exit;             /* u2: where an odd last tile leaves the loop */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     wb_reg *wpre;
 } lw;
@@ -152,7 +150,7 @@ void wb_tma_setup(lw *L);
 void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
 void wb_wgmma_land(lw *L, int pending, int ahead);
-void wb_wgmma_kloop_end(lw *L, int first_half);
+void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 

@@ -226,8 +226,7 @@ static void plan_frags(lw *L)
 
 static void lower_kloop(lw *L)
 {
-    /* unroll2 lands a tile while two groups may be in flight: its copies run one tile less ahead */
-    int stage = L->lay.stage, ahead = L->cfg->stages - (L->u2 ? 2 : 1);
+    int stage = L->lay.stage, ahead = L->cfg->stages - 1;
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
      * memory is touched before that kernel has finished */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -294,7 +293,7 @@ static void lower_kloop_end(lw *L)
 {
     const char *head = L->loop_head;
     if (L->rot) {
-        wb_wgmma_kloop_end(L, 0);
+        wb_wgmma_kloop_end(L);
         return;
     }
     if (L->cfg->stages > 1) {
@@ -554,17 +553,13 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
-    /* WARBLE_WGMMA_PIPELINE=sync: wait for each group right after committing it (an experiment switch) */
-    const char *pipe = getenv("WARBLE_WGMMA_PIPELINE");
-    L.rot = L.wg && !(pipe && strcmp(pipe, "sync") == 0);
+    L.rot = L.wg;
     L.wpre_value = -1;
     for (int i = 0; i < k->nops; i++)
         if (k->ops[i].op == WB_TOP_LOAD_FRAG && k->ops[i].operand == WB_OPERAND_W)
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
-    /* WARBLE_WGMMA_PIPELINE=unroll2 (an experiment, 4 or more stages): see wb_wgmma_kloop_end */
-    L.u2 = L.rot && pipe && strcmp(pipe, "unroll2") == 0 && k->cfg.stages >= 4;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
@@ -572,7 +567,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     for (int i = 0; i < k->nops; i++)
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
     lower_setup(&L);
-    int body = -1, second_half = 0;
+
     for (int i = 0; i < k->nops; i++) {
         const wb_tile_op *o = &k->ops[i];
         const char *text = annotate ? wb_tile_op_text(k, o) : NULL;
@@ -582,7 +577,6 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_LOAD_TILE: break; /* the K loop issues the copies of every declared tile */
         case WB_TOP_KLOOP:
             lower_kloop(&L);
-            body = i + 1;
             break;
         case WB_TOP_LOAD_FRAG:
             if (o->operand == WB_OPERAND_W)
@@ -596,15 +590,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_ACC: lower_acc(&L, o->result); break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
-        case WB_TOP_KLOOP_END:
-            if (L.u2 && !second_half) { /* lower the body once more, into fresh registers */
-                wb_wgmma_kloop_end(&L, 1);
-                second_half = 1;
-                i = body - 1;
-                break;
-            }
-            lower_kloop_end(&L);
-            break;
+        case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
         case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
         case WB_TOP_COUNT: break;
         }

@@ -98,32 +98,18 @@ static void land_next(lw *L, int pending, int dist)
 /* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
  * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
  * waited for it before the barrier), load the next tile's code words, and only then wait for the
- * group. The group's whole flight lies inside one iteration, before its wait.
- * Unrolled by two (L->u2), the first half's group stays in flight through the second half's dequant
- * (other registers) and both are waited for at the iteration's end, so no flight crosses the loop's
- * back edge either; copies then run S - 3 tiles ahead, into the stage read two halves ago. */
-void wb_wgmma_kloop_end(lw *L, int first_half)
+ * group. The group's whole flight lies inside one iteration, before its wait: a group kept in flight
+ * across the loop's back edge gave wrong results on the H200 (docs/perf.md). Unrolling the loop by
+ * two, the first half's group in flight through the second half's dequant, measured within 2% of
+ * this loop (2026-12-03) and was removed. */
+void wb_wgmma_kloop_end(lw *L)
 {
-    int S = L->cfg->stages;
-    if (L->u2)
-        land_next(L, S - 4, S - 2);
-    else
-        land_next(L, S - 3, S - 1);
-    if (!first_half)
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
-    if (first_half) { /* an odd last tile: leave after the first half */
-        L->loop_exit = wb_new_label(L->f, "kexit");
-        wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(more), wb_text(L->loop_exit));
-        return;
-    }
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
-    if (L->u2) {
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-    }
 }
 
 /* wgmma: one B descriptor per k16 step of the slice. Start address >> 4 in bits 0..13 (a step is
