@@ -17,11 +17,11 @@
  *    (ptxas 13.0: "Unexpected instruction types"); for bf16, one f16 fma by 2^-19 makes each value
  *    an f16 subnormal whose bits are those of the bf16 value * 2^-128, and two bf16 fma by 2^64
  *    give the value: 21 instructions per step instead of 27 (25 and 31 with the scale fma).
- *  - e4m3 into f16 where the target converts fp8 in hardware (WB_FEAT_CVT_FP8: sm_90a, sm_100a,
- *    sm_103a, sm_120a): shl, shr and two lop3 join a step's two nibble planes into bytes, one prmt
- *    and one cvt.u16.u32 per pair make its .b16, one cvt.rn.f16x2.e4m3x2 gives the exact values: 16
- *    instructions per step instead of the bit moves' 34 (plus the scale fma). No bf16x2 form exists
- *    (ptxas 13.0), so bf16 keeps the bit moves; e5m2 keeps them too (see hw_fp8).
+ *  - e4m3 / e5m2 into f16 where the target converts fp8 in hardware (WB_FEAT_CVT_FP8: sm_90a,
+ *    sm_100a, sm_103a, sm_120a): shl, shr and two lop3 join a step's two nibble planes into bytes,
+ *    one prmt and one cvt.u16.u32 per pair make its .b16, one cvt.rn.f16x2.e4m3x2/e5m2x2 gives the
+ *    exact values: 16 instructions per step instead of the bit moves' 34 (plus the scale fma). No
+ *    bf16x2 form exists (ptxas 13.0), so bf16 keeps the bit moves.
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
@@ -276,25 +276,24 @@ static wb_reg fp8_pair(dq *d, const wb_reg *words, const wb_codes *cs, int step,
     return h;
 }
 
-/* e4m3 codes -> their value in f16 by the hardware conversion, exactly (every finite e4m3 value is an
- * f16; the packer rejects the NaN codes). */
+/* e4m3 / e5m2 codes -> their value in f16 by the hardware conversion, exactly (every finite e4m3 and
+ * e5m2 value is an f16; the packer rejects the codes that are not finite). */
 static wb_reg fp8_cvt_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
 {
     wb_reg h = fp8_pair(d, words, cs, step, reg);
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
-    wb_emit(d->f, WB_OP_CVT, "rn.f16x2.e4m3x2", 2, wb_r(r), wb_r(h));
+    wb_emit(d->f, WB_OP_CVT, d->fmt->w.ebits == 4 ? "rn.f16x2.e4m3x2" : "rn.f16x2.e5m2x2", 2, wb_r(r), wb_r(h));
     return r;
 }
 
-/* The fp8 hardware rule applies: e4m3 into f16 on a target with the fp8 conversion. bf16 keeps the
- * bit moves: there is no bf16x2 form (ptxas 13.0), and f16 -> bf16 afterwards costs more than it
- * saves. e5m2 keeps them too: its kernel with cvt.rn.f16x2.e5m2x2 failed on the H200 (relative error
- * 2.2e-2 where the bit moves give 2e-4; docs/formats.md), though the CPU model of the instruction
- * gives the same bits. */
+/* The fp8 hardware rule applies: e4m3 or e5m2 into f16 on a target with the fp8 conversion. bf16
+ * keeps the bit moves: there is no bf16x2 form (ptxas 13.0), and f16 -> bf16 afterwards costs more
+ * than it saves. */
 static int hw_fp8(const wb_func *f, const wb_format *fmt)
 {
-    return fmt->a.kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.bits == 8 && fmt->w.ebits == 4 &&
-           fmt->w.mbits == 3 && f->target && (f->target->features & WB_FEAT_CVT_FP8);
+    return fmt->a.kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.bits == 8 &&
+           ((fmt->w.ebits == 4 && fmt->w.mbits == 3) || (fmt->w.ebits == 5 && fmt->w.mbits == 2)) && f->target &&
+           (f->target->features & WB_FEAT_CVT_FP8);
 }
 
 /* The hardware rule applies: e2m1 into f16 or bf16 on a target with the fp4 conversion. */

@@ -229,8 +229,7 @@ START_TEST(annotated_ptx_names_ops_and_rules)
         for (int a = 0; a < WB_ARCH_COUNT; a++) {
             if (f.a.kind == WB_KIND_BF16 && !(wb_target_get((wb_arch)a)->features & WB_FEAT_BF16))
                 continue; /* sm_75: no bf16 */
-            int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP8) != 0 && f.a.kind == WB_KIND_F16 &&
-                     f.w.ebits == 4; /* e5m2 keeps the bit moves (lower_dequant.c, hw_fp8) */
+            int hw = (wb_target_get((wb_arch)a)->features & WB_FEAT_CVT_FP8) != 0 && f.a.kind == WB_KIND_F16;
             char rule[128], cvt[64], bits[64];
             snprintf(rule, sizeof rule, "dequant rule: %s -> f16 by the hardware cvt.rn.f16x2.%sx2 (%s)", w, w,
                      wb_arch_name((wb_arch)a));

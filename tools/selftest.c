@@ -407,9 +407,11 @@ static int compare(const cli_host *h, cli_rng *r, int full, double *err, int64_t
         double o = cli_get_value(h->f.out, h->buf[F_OUT], (size_t)e), x = ref[i];
         if (!isfinite(x))
             continue;
-        /* at the edge of the output's range, rounding within the tolerance may round to infinity */
+        /* at the edge of the output's range, rounding within the tolerance may round to infinity, and
+         * a reference beyond the range rounds to infinity itself: compare both saturated to the range */
         if (isinf(o) && (o > 0) == (x > 0) && fabs(x) >= top * (1 - tol))
             o = copysign(top, o);
+        x = fmax(-top, fmin(top, x));
         if (!isfinite(o)) {
             (*bad)++;
             continue;
