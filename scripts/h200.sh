@@ -1,40 +1,47 @@
 #!/usr/bin/env bash
 # One complete GPU session (the device machine keeps nothing): build, validate, measure; logs to $OUT.
-#   scripts/h200.sh validate [--quick]  selftest (writes tests/gpu/ledger.tsv), the examples,
-#                                       compute-sanitizer on a small run, `warble run` against numpy
+#   scripts/h200.sh validate [--quick]  selftest (the ledger goes to $OUT/ledger.tsv: copy it back to
+#                                       tests/gpu/), the examples, compute-sanitizer on a small run,
+#                                       `warble run` against numpy
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
+# Every step writes straight into $OUT, line-buffered and under its own time limit, so a call cut
+# short by the device's limit still brings back what finished.
 set -uo pipefail
 mode=${1:-validate}
 quick=${2:-}
 OUT=${OUT:-/tmp/warble-out}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+step() { local limit=$1; shift; timeout "$limit" stdbuf -oL -eL "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ "$mode" = validate ]; then
-  { time build/warble selftest $quick --ledger tests/gpu/ledger.tsv; } >"$OUT/selftest.log" 2>&1
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 420 build/warble selftest $quick --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"
   grep -E "^FAIL" "$OUT/selftest.log" | head -20
   tail -6 "$OUT/selftest.log"
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { build/examples/embed_gemm 7 256 512; build/examples/embed_gemm 1 4096 4096; build/examples/new_format; } 2>&1 |
-    tee "$OUT/examples.log" | grep -v "^sm_90a PTX"
+  { step 30 build/examples/embed_gemm 7 256 512; step 30 build/examples/embed_gemm 1 4096 4096
+    step 30 build/examples/new_format; } 2>&1 | tee "$OUT/examples.log" | grep -v "^sm_90a PTX"
   if command -v compute-sanitizer >/dev/null; then
-    compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$OUT/sanitizer.log" 2>&1
+    step 60 compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $? ($(tail -1 "$OUT/sanitizer.log"))"
   fi
-  python3 tests/gpu/run_contract.py --warble build/warble >"$OUT/run_contract.log" 2>&1
+  step 60 python3 tests/gpu/run_contract.py --warble build/warble >"$OUT/run_contract.log" 2>&1
   tail -1 "$OUT/run_contract.log"
+  step 30 python3 tests/gpu/cvt_fp8_probe.py 2>&1 | tee "$OUT/cvt_fp8_probe.txt"
   exit 0
 fi
 # bench: the suite of BENCH.md for W4A16 beside torch f16, then every weight type at decode sizes
-PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
-  --m 1,16,64,256,1024,4096,16384 --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 || tail -20 "$OUT/bench.log"
+PYTHONUNBUFFERED=1 step 300 python3 bench/warble_peers.py --copy-ceiling \
+  --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16,64,256,1024,4096,16384 \
+  --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 || tail -20 "$OUT/bench.log"
 formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
 formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
-PYTHONUNBUFFERED=1 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
+PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
   --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
 # host dispatch of wb_layer_gemm (issue 4: at most 5 us a call), decode and large M
-build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
+step 60 build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
   tail -5 "$OUT/dispatch.jsonl"
 python3 bench/report.py "$OUT/bench.jsonl" | tee "$OUT/bench.md"
 python3 bench/report.py "$OUT/formats.jsonl" | tee "$OUT/formats.md"
