@@ -191,5 +191,20 @@ expect 2 "selftest bad option" "unknown option" -- $W selftest --arch sm_90a
 expect 2 "bench missing shape" "required" -- $W bench w4a16 --m 1
 expect 2 "bench bad spec" "" -- $W bench nosuchformat --m 1 --n 4096 --k 4096
 
+# ---- quant: the host reference quantizer into run's files (x = 1, -0.5, 0, 0.25 as f32)
+printf '\x00\x00\x80\x3f\x00\x00\x00\xbf\x00\x00\x00\x00\x00\x00\x80\x3e' >"$tmp/x.f32"
+q="--m 1 --k 4 --x $tmp/x.f32 --a $tmp/qa --a-scale $tmp/qs"
+if expect 0 "quant int8" "" -- $W quant int8 $q; then
+    # amax 1 -> scale 1/127; codes round to nearest even: 127, -64 (-63.5), 0, 32 (31.75)
+    [ "$(od -An -tx1 "$tmp/qa" | tr -d ' ')" = "7fc00020" ] || fail "quant int8 codes: $(od -An -tx1 "$tmp/qa")"
+    [ "$(od -An -tx1 "$tmp/qs" | tr -d ' ')" = "0402013c" ] || fail "quant int8 scale: $(od -An -tx1 "$tmp/qs")"
+fi
+expect 2 "quant f16 acts" "not quantized" -- $W quant w4a16 $q
+expect 2 "quant x size" "expected 32 bytes" -- $W quant int8 --m 2 --k 4 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"
+expect 2 "quant nvfp4 needs a-global" "ags=1" -- $W quant nvfp4 --m 1 --k 16 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"
+expect 2 "quant a-global unused" "ags=0" -- $W quant int8 $q --a-global "$tmp/qg"
+expect 2 "quant x-type" "x-type" -- $W quant int8 $q --x-type e4m3
+expect 2 "quant ag divides K" "multiple of ag" -- $W quant fp8-block --m 1 --k 4 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"
+
 echo "cli-test: $passed passed, $failed failed"
 [ $failed -eq 0 ]

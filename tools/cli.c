@@ -23,6 +23,7 @@ static const struct {
     [O_QUICK] = {"quick", 1},     [O_LIST] = {"list", 1},
     [O_LEDGER] = {"ledger", 0},   [O_SEED] = {"seed", 0},
     [O_DEVICE] = {"device", 0},   [O_ONLY] = {"only", 0},     [O_SKIP] = {"skip", 0},
+    [O_X] = {"x", 0},             [O_XTYPE] = {"x-type", 0},
     [O_A] = {"a", 0},             [O_ASCALE] = {"a-scale", 0},
     [O_AGLOBAL] = {"a-global", 0}, [O_W] = {"w", 0},
     [O_WSCALE] = {"w-scale", 0},  [O_WZERO] = {"w-zero", 0},

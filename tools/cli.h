@@ -17,7 +17,7 @@ typedef enum cli_opt {
     O_ARCH, O_M, O_N, O_K,
     O_MMA, O_LOAD, O_STAGES, O_MTILES, O_WARPSN, O_WARPSK, O_BATCH_INVARIANT,
     O_ANNOTATE, O_PLAIN, O_HASH, O_JSON, O_SWEEP, O_COMPILE, O_DISPATCH, O_QUICK, O_LIST, O_LEDGER, O_SEED, O_DEVICE, O_ONLY, O_SKIP,
-    O_A, O_ASCALE, O_AGLOBAL, O_W, O_WSCALE, O_WZERO, O_WGLOBAL, O_BIAS, O_OUT,
+    O_X, O_XTYPE, O_A, O_ASCALE, O_AGLOBAL, O_W, O_WSCALE, O_WZERO, O_WGLOBAL, O_BIAS, O_OUT,
     O_COUNT
 } cli_opt;
 
@@ -113,6 +113,12 @@ void cli_put_value(wb_type t, void *base, size_t i, double v);
 double cli_get_value(wb_type t, const void *base, size_t i);
 
 /* ---- subcommands */
+/* Read a whole file of exactly `expected` bytes into *out (malloc'ed); with 0 < code_bits < 8 every
+ * byte's high bits must be zero. Errors name the option `opt`; returns 0 or an exit status. */
+int cli_read_file(const char *opt, const char *path, size_t expected, int code_bits, void **out);
+/* Write `bytes` to `path`; on failure remove it and return an exit status. */
+int cli_write_file(const char *opt, const char *path, const void *data, size_t bytes);
+
 int cmd_formats(int argc, char **argv);
 int cmd_format(int argc, char **argv);
 int cmd_ptx(int argc, char **argv);
@@ -121,5 +127,6 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
 int cmd_targets(int argc, char **argv);
+int cmd_quant(int argc, char **argv);
 
 #endif

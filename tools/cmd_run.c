@@ -6,57 +6,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const cli_opt file_opt[F_COUNT] = {
     [F_A] = O_A,         [F_ASCALE] = O_ASCALE, [F_AGLOBAL] = O_AGLOBAL,
     [F_W] = O_W,         [F_WSCALE] = O_WSCALE, [F_WZERO] = O_WZERO,
     [F_WGLOBAL] = O_WGLOBAL, [F_BIAS] = O_BIAS, [F_OUT] = O_OUT,
 };
-
-/* Read a whole input file of exactly `expected` bytes; codes of fewer than 8 bits must have zero
- * high bits. */
-static int read_input(cli_file which, const char *path, const cli_layout *l, void **out)
-{
-    const char *opt = cli_file_opt[which];
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return cli_fail(CLI_USAGE, "%s: cannot open '%s': %s", opt, path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return cli_fail(CLI_USAGE, "%s: '%s' is not a regular file", opt, path);
-    }
-    size_t expected = l->bytes[which];
-    if ((size_t)st.st_size != expected) {
-        fclose(fp);
-        return cli_fail(CLI_USAGE, "%s: '%s': expected %zu bytes, got %lld", opt, path, expected,
-                        (long long)st.st_size);
-    }
-    uint8_t *buf = malloc(expected ? expected : 1);
-    if (!buf) {
-        fclose(fp);
-        return cli_fail(CLI_FAILED, "out of host memory (%zu bytes)", expected);
-    }
-    size_t got = fread(buf, 1, expected, fp);
-    fclose(fp);
-    if (got != expected) {
-        free(buf);
-        return cli_fail(CLI_USAGE, "%s: '%s': expected %zu bytes, got %zu", opt, path, expected, got);
-    }
-    int bits = l->code_bits[which];
-    if (bits > 0 && bits < 8)
-        for (size_t i = 0; i < expected; i++)
-            if (buf[i] >> bits) {
-                unsigned byte = buf[i];
-                free(buf);
-                return cli_fail(CLI_USAGE,
-                                "%s: '%s': byte %zu is 0x%02x, but %d-bit codes must have zero high bits",
-                                opt, path, i, byte, bits);
-            }
-    *out = buf;
-    return 0;
-}
 
 /* Which files the format needs, in words, for the "not used" message. */
 static const char *unused_reason(cli_file which)
@@ -85,7 +40,7 @@ static int load_inputs(const cli_args *a, const cli_layout *l, void **buf)
     for (int i = 0; i < F_COUNT; i++) {
         if (i == F_OUT || !l->bytes[i])
             continue;
-        int rc = read_input((cli_file)i, a->val[file_opt[i]], l, &buf[i]);
+        int rc = cli_read_file(cli_file_opt[i], a->val[file_opt[i]], l->bytes[i], l->code_bits[i], &buf[i]);
         if (rc)
             return rc;
     }

@@ -21,6 +21,9 @@ static const char usage_text[] =
     "  run SPEC --m M --n N --k K --a F --w F --w-scale F [--w-zero F] [--w-global F]\n"
     "      [--bias F] [--a-scale F] [--a-global F] --out F [--device D] [choices]\n"
     "                                       run one GEMM on the GPU from interchange files\n"
+    "  quant SPEC --m M --k K --x F [--x-type f32|f16|bf16] --a F --a-scale F [--a-global F]\n"
+    "                                       quantize M x K activations on the host (the reference\n"
+    "                                       quantizer) into the files `run` reads\n"
     "  bench SPEC --m LIST --n N --k K [--json] [--sweep] [--compile] [--dispatch] [--device D] [choices]\n"
     "                                       time kernels on the GPU (median of 15, weights > 256 MB);\n"
     "                                       --sweep: every legal config; --compile: spec to CUfunction\n"
@@ -42,6 +45,7 @@ static const struct {
 } commands[] = {
     {"formats", cmd_formats}, {"format", cmd_format}, {"ptx", cmd_ptx},       {"check", cmd_check},
     {"run", cmd_run},         {"bench", cmd_bench},   {"selftest", cmd_selftest}, {"targets", cmd_targets},
+    {"quant", cmd_quant},
 };
 
 static int is_help(const char *s)
