@@ -253,6 +253,12 @@ START_TEST(w8a8_per_architecture)
             free(ptx);
         }
     }
+    /* exact s32 sums: K below 2^17 */
+    wb_format f8 = fmt("int8");
+    wb_config c8 = full_config(&f8, WB_ARCH_SM80, 1);
+    ck_assert_int_eq(wb_kernel_check_shape(&f8, &c8, 1, 4096, 131072), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "needs K below 131072"));
+    ck_assert_int_eq(wb_kernel_check_shape(&f8, &c8, 1, 4096, 131072 - 1024), WB_OK);
     /* the other kernels keep their parameter list */
     char *ptx = NULL;
     ck_assert_int_eq(ptx_for("w8a16", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_OK);
