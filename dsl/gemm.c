@@ -19,11 +19,29 @@ static int scale_whole_slice(const wb_format *f, const wb_config *cfg)
            !cfg->batch_invariant;
 }
 
+/* W8A8: the code fragment goes straight into the integer MMA; the per-channel and per-token scales
+ * are applied to the exact s32 sums in the epilogue, so there is no scale tile in the K loop. */
+static wb_kernel *build_w8a8(wb_kernel *k)
+{
+    int a = wb_load_tile(k, WB_OPERAND_A, k->cfg.stages);
+    int w = wb_load_tile(k, WB_OPERAND_W, k->cfg.stages);
+    int acc = wb_acc(k);
+    wb_kloop(k);
+    int wf = wb_load_frag(k, w);
+    int af = wb_load_frag(k, a);
+    wb_mma(k, acc, wf, af);
+    wb_kloop_end(k);
+    wb_epilogue(k, acc);
+    return k;
+}
+
 wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)
 {
     wb_kernel *k = wb_kernel_create(f, cfg);
     if (!k)
         return NULL;
+    if (wb_format_w8a8(f))
+        return build_w8a8(k);
     int a = wb_load_tile(k, WB_OPERAND_A, cfg->stages);
     int w = wb_load_tile(k, WB_OPERAND_W, cfg->stages);
     int s = needs_scale_tile(f) ? wb_load_tile(k, WB_OPERAND_SCALE, cfg->stages) : -1;

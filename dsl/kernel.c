@@ -167,14 +167,20 @@ int wb_acc(wb_kernel *k)
 
 static void mma(wb_kernel *k, const char *call, int acc, int weights, int acts, int scales)
 {
-    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, WB_TOP_DEQUANT) ||
+    /* W8A8 multiplies the code fragment itself; every other format its dequantized weights */
+    wb_top wop = wb_format_w8a8(&k->fmt) ? WB_TOP_LOAD_FRAG : WB_TOP_DEQUANT;
+    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, wop) ||
         !expect(k, call, acts, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return;
     if (def_of(k, acts)->operand != WB_OPERAND_A) {
         set_error(k, call, "B must be an activation fragment");
         return;
     }
-    if (def_of(k, weights)->unscaled != (scales >= 0)) {
+    if (wop == WB_TOP_LOAD_FRAG && (def_of(k, weights)->operand != WB_OPERAND_W || scales >= 0)) {
+        set_error(k, call, "W8A8 takes the W code fragment, unscaled (the scales come after K)");
+        return;
+    }
+    if (wop == WB_TOP_DEQUANT && def_of(k, weights)->unscaled != (scales >= 0)) {
         set_error(k, call, scales >= 0 ? "wb_mma_scaled takes unscaled weights (wb_dequant_unscaled)"
                                        : "unscaled weights need their scale: use wb_mma_scaled");
         return;

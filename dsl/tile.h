@@ -17,6 +17,13 @@ typedef enum wb_top {
 /* k of one warp's slice: every fragment covers 16 channels x 64 k (lower/layout.h: WB_KW). */
 #define WB_SLICE_K 64
 
+/* W8A8: s8 activation codes times int8 weight codes, an integer MMA (s32 accumulate). The packed
+ * weight words are the MMA's A registers as they are (no dequant); the scales are applied after K. */
+static inline int wb_format_w8a8(const wb_format *f)
+{
+    return f->a.kind == WB_KIND_INT && f->a.bits == 8 && f->w.kind == WB_KIND_INT && f->w.bits == 8;
+}
+
 /* The operands a tile can hold. */
 typedef enum wb_operand {
     WB_OPERAND_A,     /* activations, M x K */

@@ -291,7 +291,11 @@ WB_API wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg);
 /* out (M x N, type out) = a (M x K, type a) x W^T, on `stream` (a CUstream, NULL = default).
  * No allocation and no synchronization on the GPU; the first call for a config JITs its kernel. */
 WB_API wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream);
-/* The config and PTX hash the last wb_layer_gemm used (for ledgers and reports). */
+/* The same for quantized activations (a=s8: W8A8): a = M x K codes, one byte each, row-major; a_scale =
+ * M f32, the scale of each token. wb_layer_gemm refuses such layers, wb_layer_gemm_q f16/bf16 ones. */
+WB_API wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr out,
+                                 void *stream);
+/* The config and PTX hash the last wb_layer_gemm (or _q) used (for ledgers and reports). */
 WB_API wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65]);
 
 /* sha256 of a buffer as 64 hex digits. */

@@ -110,6 +110,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
+    if (!c->mma && wb_format_w8a8(f)) /* the integer MMA is built on mma.sync only */
+        c->mma = WB_MMA_SYNC;
     if (!c->mma)
         c->mma = !c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n)) ? WB_MMA_WGMMA : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
@@ -193,6 +195,10 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
                                        "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
                        (long long)n, (long long)k);
+    /* W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17 */
+    if (wb_format_w8a8(f) && k >= (1ll << 17))
+        return wb_fail(WB_ERR_INVALID, "a=s8 with w=int8 needs K below 131072 (its s32 sums could overflow; got "
+                                       "K=%lld)", (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))
         return wb_fail(WB_ERR_INVALID, "shape too large: M*N must be below 2^32 and N*K below 2^34");
     return WB_OK;

@@ -13,6 +13,9 @@ const char *wb_kernel_entry(void) { return "wb_gemm"; }
 /* TMA kernels take the activations' tensor map by value, last (runtime/layer.c fills it per call) */
 static const char *const params[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
                                      "u32 p_m", "u32 p_n", "u32 p_k", "align 64 .b8 p_tmap[128]"};
+/* W8A8 kernels take the f32 scale of each token last (never TMA) */
+static const char *const params_w8a8[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
+                                          "u32 p_m", "u32 p_n", "u32 p_k", "u64 p_ascale"};
 
 wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, int flags, char **ptx_out)
 {
@@ -43,7 +46,10 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         wb_layout lay;
         wb_layout_get(f, cfg, &lay);
         int nparams = (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
-        wb_ptx_header h = {t->ptx_version, t->ptx_target, wb_kernel_entry(), params, nparams,
+        if (wb_format_w8a8(f))
+            nparams = (int)WB_COUNT(params_w8a8);
+        wb_ptx_header h = {t->ptx_version, t->ptx_target, wb_kernel_entry(), wb_format_w8a8(f) ? params_w8a8 : params,
+                           nparams,
                            cfg->mma == WB_MMA_WGMMA ? 1024 : 128, lay.threads, title};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */

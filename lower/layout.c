@@ -1,5 +1,6 @@
 /* Block tile sizes and shared-memory offsets from a config. */
 #include "lower/layout.h"
+#include "dsl/tile.h"
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
 {
@@ -10,10 +11,14 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * cfg->warps_k;
-    L->a_stage = L->bm * 128 * cfg->warps_k;
+    /* a warp's k64 slice of one token: 64 two-byte activations, or 64 s8 codes (W8A8) */
+    L->a_elem = wb_format_w8a8(f) ? 1 : 2;
+    L->a_row = WB_KW * L->a_elem;
+    L->a_stage = L->bm * L->a_row * cfg->warps_k;
     L->w_bytes = 128 * f->w.bits;
     L->w_stage = warps * L->w_bytes;
-    L->s_stage = warps * L->groups_per_chunk * L->rec_bytes;
+    /* W8A8 streams no scale records: its scales are read once, in the epilogue */
+    L->s_stage = wb_format_w8a8(f) ? 0 : warps * L->groups_per_chunk * L->rec_bytes;
     L->a_off = 0;
     L->w_off = L->a_stage;
     L->s_off = L->a_stage + L->w_stage;

@@ -4,7 +4,10 @@
  * 128 * B bytes: 32 lanes x B words, the lane's 32 codes in bit planes (lower/codes.h).
  * Scale records: for each strip and each scale group, 8 u32 scale pairs (T(s[n0+i]), T(s[n0+i+8]))
  * then, with a zero point, 8 u32 pairs of -(magic + zero) (zp=int) or -zero*scale (zp=fp) in the
- * compute type T. */
+ * compute type T.
+ * W8A8 (a=s8, w=int8): per strip and k64 chunk 32 lanes x 8 words, the lane's words being its MMA A
+ * registers of m16n8k32 as they are: [k32 step 0: a0 a1 a2 a3][step 1: a0 a1 a2 a3], s8 codes as bytes.
+ * No scale records; the f32 channel scales are in the chan array (then the bias). */
 #ifndef WB_LAYOUT_H
 #define WB_LAYOUT_H
 
@@ -17,6 +20,7 @@ typedef struct wb_layout {
     int bm, bn, bk, threads;
     int rec_bytes;        /* one scale record: 32, or 64 with a zero point */
     int w_bytes;          /* packed codes of one warp's k64 slice: 128 * B */
+    int a_elem, a_row;    /* bytes of one activation, of one token's row in a warp slice (2, 128; s8: 1, 64) */
     int groups_per_chunk; /* scale records per warp per stage */
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */

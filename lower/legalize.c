@@ -8,7 +8,7 @@
 
 static int is16(wb_type t) { return t.kind == WB_KIND_F16 || t.kind == WB_KIND_BF16; }
 
-/* Quantized activations are not built yet; the refusal says which instruction this target would use
+/* Quantized activations other than W8A8 are not built yet; the refusal says which instruction this target would use
  * for them (the first native family, in order of preference) and which form it only emulates. */
 static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
 {
@@ -25,13 +25,36 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
         snprintf(why, sizeof why, "; %s has no tensor instruction for it (it would be widened to f16)", t->name);
     if (emulated >= 0)
         snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
-    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations only)%s",
+    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations, and "
+                                       "s8 with w=int8, only)%s",
                    wb_type_name(f->a, tn), why);
+}
+
+/* W8A8 (a=s8, w=int8): one f32 scale per token and one per output channel, no groups, no zero point;
+ * both scales are applied after K to the exact s32 sums. */
+static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
+{
+    char tn[8];
+    if (f->ag || f->ags || f->as.kind != WB_KIND_F32)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 is supported with one f32 scale per token only (as=f32, ag=0, "
+                                           "ags=0) in this build");
+    if (f->ws.kind != WB_KIND_F32 || f->g || f->gn != 1 || f->wgs || f->zp != WB_ZP_NONE)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 with w=int8 is supported with one f32 scale per output channel "
+                                           "only (ws=f32, g=0, gn=1, wgs=0, zp=none) in this build");
+    if (f->acc.kind != WB_KIND_F32 || !is16(f->out))
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 needs acc=f32 and out=f16 or bf16 (got out=%s)",
+                       wb_type_name(f->out, tn));
+    if (f->out.kind == WB_KIND_BF16 && !(t->features & WB_FEAT_BF16))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 conversions: out=bf16 needs sm_80 or newer (a=s8 with "
+                                           "out=f16 runs on %s)", t->name, t->name);
+    return WB_OK;
 }
 
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
 {
     char tn[8];
+    if (wb_format_w8a8(f))
+        return legalize_w8a8(f, t);
     if (!is16(f->a))
         return refuse_quantized_acts(f, t);
     if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT &&
@@ -63,6 +86,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status s = wb_legalize_format(f, t);
     if (s)
         return s;
+    if (wb_format_w8a8(f) && c->mma != WB_MMA_SYNC)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 with w=int8 is built on mma.sync only in this build (got --mma %s; "
+                                           "wgmma and tcgen05 s8 are later work)", wb_mma_name(c->mma));
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))

@@ -12,7 +12,12 @@
  * activation tile is read by wgmma straight from shared memory through a descriptor (its rows are
  * 128 bytes with the 16-byte chunks XOR-swizzled by row, which is wgmma's 128B-swizzle K-major
  * layout), and the accumulator layout per warp is m16n8's repeated along N, so the epilogue is
- * shared. What the wgmma path adds (descriptors, groups, the rotated loop, TMA) is in lower_wgmma.c. */
+ * shared. What the wgmma path adds (descriptors, groups, the rotated loop, TMA) is in lower_wgmma.c.
+ *
+ * W8A8 (a=s8, w=int8; mma.sync only): the packed code words are the A registers of the integer MMA
+ * (m16n8k32 s8, or four m8n8k16 on sm_75) as loaded, the activation rows are 64 bytes per warp slice,
+ * the sums stay s32 over all of K (the split-K reduction too), and the epilogue converts each once and
+ * multiplies it by the channel's f32 scale (chan) and the token's (p_ascale). */
 #include "lower/lower.h"
 
 #include <stdio.h>
@@ -36,6 +41,8 @@ static void lower_setup(lw *L)
     L->m = param(L, "p_m", 0);
     L->n = param(L, "p_n", 0);
     L->kdim = param(L, "p_k", 0);
+    if (L->w8a8)
+        L->ascale = param(L, "p_ascale", 1);
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
     L->lane = andi(L, L->tid, 31);
@@ -103,6 +110,28 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
     sl->dst = addi(L, dst, L->lay.a_off);
 }
 
+/* W8A8: a token's slice is 64 s8 codes, four 16-byte chunks swizzled by chunk ^ ((r >> 1) & 3), so
+ * the 8 rows an ldmatrix reads (two to a 128-byte line) hit distinct banks. */
+static void slot_a8(lw *L, wb_reg id, slot *sl)
+{
+    int bm = L->lay.bm;
+    wb_reg c = andi(L, id, 3), r = remi(L, shri(L, id, 2), bm), wk = divi(L, id, bm * 4);
+    wb_reg row = add(L, L->m0, r);
+    sl->pred = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
+    /* byte index at kt = 0: row*K + wk*64 + c*16 */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW), wb_r(muli(L, c, 16)));
+    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(L->kdim));
+    elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
+    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
+    /* shared: wk*bm*64 + r*64 + ((c ^ ((r >> 1) & 3)) * 16) */
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 1), 3)));
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 64), wb_r(L->smem));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(64), wb_r(dst));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
+    sl->dst = addi(L, dst, L->lay.a_off);
+}
+
 static void slot_w(lw *L, wb_reg id, slot *sl)
 {
     int wkn = L->cfg->warps_k, pieces = L->lay.w_bytes / 16;
@@ -163,7 +192,8 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
     int wkn = L->cfg->warps_k;
     if (L->tma)
         wb_tma_issue(L, stage_off, kt);
-    issue_plan(L, &L->pa, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * 2)));
+    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * L->lay.a_elem));
+    issue_plan(L, &L->pa, stage_off, akoff);
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
         slot one = L->ps.s[i];
@@ -197,14 +227,33 @@ static void plan_copies(lw *L)
     if (L->tma)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
     else
-        plan_slots(L, &L->pa, L->lay.bm * 8 * L->cfg->warps_k, slot_a);
+        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k, L->w8a8 ? slot_a8 : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
-    plan_slots(L, &L->ps, warps * L->lay.groups_per_chunk * L->lay.rec_bytes / 16, slot_s);
+    plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
+}
+
+/* W8A8: the lane's code words as for any 8-bit format, and one ldmatrix.x4 address per m-tile: lane
+ * 8j + row gives row `row` of 16-byte chunk j (k 16j..16j+15) of the token slice, swizzled as slot_a8. */
+static void plan_frags_w8a8(lw *L)
+{
+    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
+    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
+                    L->lay.w_off);
+    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
+    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 64), wb_r(L->smem));
+    ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(64), wb_r(ab)), L->lay.a_off);
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(quad), wb_r(andi(L, shri(L, row, 1), 3)));
+    L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
 }
 
 /* Fragment addresses in stage 0, computed once: an iteration adds the read stage offset. */
 static void plan_frags(lw *L)
 {
+    if (L->w8a8) {
+        plan_frags_w8a8(L);
+        return;
+    }
     wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
@@ -387,6 +436,17 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
+    if (L->w8a8) { /* b[mt*4 + j] = chunk j: (b0, b1) of k32 step s are chunks 2s and 2s + 1 */
+        wb_reg addr = add(L, L->afrag[0], L->ro);
+        for (int mt = 0; mt < mt_n; mt++) {
+            wb_reg *d = &b[mt * 4];
+            for (int i = 0; i < 4; i++)
+                d[i] = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_LDMATRIX_X4, NULL, 5, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                    wb_r(addi(L, addr, mt * 8 * 64)));
+        }
+        return;
+    }
     for (int h = 0; h < 2; h++) {
         wb_reg addr = add(L, L->afrag[h], L->ro);
         for (int mt = 0; mt < mt_n; mt++) {
@@ -413,7 +473,34 @@ static void lower_acc(lw *L, int value)
     if (!c)
         return;
     for (int i = 0; i < L->cfg->m_tiles * 4; i++)
-        c[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+        c[i] = L->w8a8 ? mov(L, "s32", WB_RC_B32, wb_imm(0)) : mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+}
+
+/* W8A8: c (s32) += a x b over the slice's two k32 steps: a = the lane's 8 code words (step * 4 + reg),
+ * b[mt*4 + j] its activation chunks. m16n8k32 where the target has it; on sm_75 each m16n8k32 is four
+ * m8n8k16: rows gid (c0, c1) take a0 x b0 then a2 x b1, rows gid + 8 (c2, c3) a1 x b0 then a3 x b1. */
+static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
+{
+    int k32 = (L->t->features & WB_FEAT_MMA_K16) != 0;
+    for (int step = 0; step < 2; step++) {
+        const wb_reg *w = &a[step * 4];
+        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+            wb_reg *d = &c[mt * 4];
+            const wb_reg *x = &b[mt * 4 + step * 2];
+            if (k32) {
+                wb_emit(L->f, WB_OP_MMA_S8_K32, NULL, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                        wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]),
+                        wb_r(d[1]), wb_r(d[2]), wb_r(d[3]));
+                continue;
+            }
+            for (int rows = 0; rows < 2; rows++) /* rows gid, then gid + 8 */
+                for (int half = 0; half < 2; half++) {
+                    wb_reg *dd = &d[rows * 2];
+                    wb_emit(L->f, WB_OP_MMA_S8_K16, NULL, 6, wb_r(dd[0]), wb_r(dd[1]), wb_r(w[half * 2 + rows]),
+                            wb_r(x[half]), wb_r(dd[0]), wb_r(dd[1]));
+                }
+        }
+    }
 }
 
 
@@ -450,7 +537,9 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (c && a && b)
+    if (c && a && b && L->w8a8)
+        mma_s8_steps(L, c, a, b);
+    else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});
 }
 
@@ -474,6 +563,17 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 
 /* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */
 
+/* W8A8: the exact s32 sum to f32, times the channel's scale, times the token's (read from p_ascale;
+ * the caller has checked tok < M). */
+static wb_reg scale_s32(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
+{
+    wb_reg as = wb_new_reg(L->f, WB_RC_F32);
+    wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
+    wb_reg v = cvt(L, "rn.f32.s32", WB_RC_F32, sum);
+    v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
+    return op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
+}
+
 static void lower_epilogue(lw *L, int acc)
 {
     wb_reg *c = L->vals[acc];
@@ -495,8 +595,8 @@ static void lower_epilogue(lw *L, int acc)
         wb_reg red_slot = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(addi(L, L->wk, -1)), wb_imm(wnn), wb_r(L->wn));
         wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(red_slot), wb_imm(nacc * 128), wb_r(L->smem));
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(base));
-        for (int i = 0; i < nacc; i++)
-            wb_emit(L->f, WB_OP_ST_SHARED, "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
+        for (int i = 0; i < nacc; i++) /* W8A8 sums stay s32: exact past 2^24 */
+            wb_emit(L->f, WB_OP_ST_SHARED, L->w8a8 ? "s32" : "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p0), wb_text(done));
@@ -506,6 +606,12 @@ static void lower_epilogue(lw *L, int acc)
             b2 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(b2));
             b2 = addi(L, b2, (int64_t)(j - 1) * wnn * nacc * 128);
             for (int i = 0; i < nacc; i++) {
+                if (L->w8a8) {
+                    wb_reg v = wb_new_reg(L->f, WB_RC_B32);
+                    wb_emit(L->f, WB_OP_LD_SHARED, "s32", 2, wb_r(v), wb_r(addi(L, b2, i * 128)));
+                    wb_emit(L->f, WB_OP_ADD, "s32", 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
+                    continue;
+                }
                 wb_reg v = wb_new_reg(L->f, WB_RC_F32);
                 wb_emit(L->f, WB_OP_LD_SHARED, "f32", 2, wb_r(v), wb_r(addi(L, b2, i * 128)));
                 wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
@@ -515,12 +621,18 @@ static void lower_epilogue(lw *L, int acc)
     /* channels of this thread: n0 + wn*16 + gid (+8) */
     wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(L->gid));
     ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(16), wb_r(ch));
-    wb_reg bias[2] = {{-1}, {-1}};
+    wb_reg bias[2] = {{-1}, {-1}}, wscale[2] = {{-1}, {-1}};
+    /* W8A8's chan array: the N channel scales, then the N biases */
+    wb_reg bias_base = L->w8a8 ? addr64(L, L->chan, L->n, 4) : L->chan;
     if (L->fmt->bias)
         for (int h = 0; h < 2; h++) {
             bias[h] = wb_new_reg(L->f, WB_RC_F32);
-            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias[h]), wb_r(addr64(L, bias_base, addi(L, ch, h * 8), 4)));
         }
+    for (int h = 0; L->w8a8 && h < 2; h++) {
+        wscale[h] = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
+    }
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)
         for (int i = 0; i < 4; i++) {
@@ -531,6 +643,8 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
             wb_reg v = c[mt * 4 + i];
+            if (L->w8a8)
+                v = scale_s32(L, v, wscale[i >> 1], tok);
             if (L->fmt->bias)
                 v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(bias[i >> 1]));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, v);
@@ -551,6 +665,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.fmt = &k->fmt;
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
+    L.w8a8 = wb_format_w8a8(&k->fmt);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;

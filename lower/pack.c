@@ -92,6 +92,65 @@ static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint
     return WB_OK;
 }
 
+/* W8A8: where code (r, kk) of a strip and k64 chunk goes in its lane's 8 words (lower/layout.h): the
+ * m16n8k32 A fragment of k32 step kk / 32, register (k >= 16) * 2 + (r >= 8), byte k % 4. */
+static void w8a8_coords(int r, int kk, int *lane, int *word, int *byte)
+{
+    int kin = kk % 32;
+    *lane = (r % 8) * 4 + (kin % 16) / 4;
+    *word = (kk / 32) * 4 + (kin >= 16) * 2 + (r >= 8);
+    *byte = kin % 4;
+}
+
+/* The u32 word of packed W8A8 codes that holds code (row, col), and the code's byte in it. */
+static int64_t w8a8_word(int64_t k, int64_t row, int64_t col, int *byte)
+{
+    int lane, word;
+    w8a8_coords((int)(row % 16), (int)(col % WB_KW), &lane, &word, byte);
+    return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * 8 + word;
+}
+
+/* W8A8 codes are the s8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA. */
+static void pack_codes_w8a8(int64_t n, int64_t k, const uint8_t *codes, uint32_t *pw)
+{
+    for (int64_t row = 0; row < n; row++)
+        for (int64_t col = 0; col < k; col++) {
+            int byte;
+            int64_t wi = w8a8_word(k, row, col, &byte);
+            pw[wi] |= (uint32_t)codes[row * k + col] << (8 * byte);
+        }
+}
+
+/* W8A8's chan array: the f32 scale of each channel, then (bias=1) the f32 bias of each. */
+static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, const wb_host_weights *w, float *pc)
+{
+    for (int64_t i = 0; i < n; i++) {
+        pc[i] = (float)read_elem(f->ws, w->w_scale, i);
+        if (!isfinite(pc[i]))
+            return wb_fail(WB_ERR_INVALID, "scale %g of channel %lld is not finite", (double)pc[i], (long long)i);
+    }
+    for (int64_t i = 0; f->bias && i < n; i++)
+        pc[n + i] = (float)read_elem(f->out, w->bias, i);
+    return WB_OK;
+}
+
+static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, wb_packed *out)
+{
+    out->w_bytes = (size_t)(n * k);
+    out->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
+    out->w = calloc(1, out->w_bytes);
+    out->chan = malloc(out->chan_bytes);
+    if (!out->w || !out->chan) {
+        wb_packed_free(out);
+        return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
+    }
+    pack_codes_w8a8(n, k, w->w, out->w);
+    wb_status s = pack_chan_w8a8(f, n, w, out->chan);
+    if (s)
+        wb_packed_free(out);
+    return s;
+}
+
 /* One scale record per (strip, group): T(scale) pairs, then zero pairs. */
 static wb_status pack_scales(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, uint16_t *ps)
 {
@@ -134,6 +193,8 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
     wb_status s = check_pack_args(f, n, k, w);
     if (s)
         return s;
+    if (wb_format_w8a8(f))
+        return pack_w8a8(f, n, k, w, out);
     int64_t groups = wb_layout_groups(f, k);
     int rec = f->zp != WB_ZP_NONE ? 64 : 32;
     out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
@@ -168,6 +229,14 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     int bits = f->w.bits, sign = f->w.kind == WB_KIND_INT ? 1 << (bits - 1) : 0;
     int64_t chunks = k / WB_KW;
     const uint32_t *pw = p->w;
+    for (int64_t row = 0; wb_format_w8a8(f) && row < n; row++)
+        for (int64_t col = 0; col < k; col++) {
+            int byte;
+            int64_t wi = w8a8_word(k, row, col, &byte); /* sets byte first */
+            codes[row * k + col] = (uint8_t)(pw[wi] >> (8 * byte));
+        }
+    if (wb_format_w8a8(f))
+        return WB_OK;
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int lane, step, reg, half;

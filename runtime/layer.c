@@ -1,7 +1,7 @@
 /* A layer: one weight matrix in a format, packed and uploaded once, plus the kernels built for it, one
- * per config. wb_layer_gemm is the launch path: it checks the shape, picks a config, builds the kernel
- * the first time (PTX -> JIT through the gpu's module cache) and launches it; no device allocation and
- * no synchronization. */
+ * per config. wb_layer_gemm (wb_layer_gemm_q for quantized activations) is the launch path: it checks
+ * the shape, picks a config, builds the kernel the first time (PTX -> JIT through the gpu's module
+ * cache) and launches it; no device allocation and no synchronization. */
 #include "runtime/gpu_internal.h"
 
 #include <stdlib.h>
@@ -179,14 +179,20 @@ static wb_status prepare(wb_layer *l, int64_t m, wb_config *cfg, void **fn)
     return WB_OK;
 }
 
-wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream)
+/* Formats whose activations are quantized codes with a scale per token (W8A8): wb_layer_gemm_q. */
+static int quantized_acts(const wb_format *f)
 {
-    if (!layer)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: layer is NULL");
+    return f->a.kind != WB_KIND_F16 && f->a.kind != WB_KIND_BF16;
+}
+
+/* The launch behind wb_layer_gemm and wb_layer_gemm_q (a_scale 0 for f16/bf16 activations). */
+static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr a, wb_devptr a_scale,
+                        wb_devptr out, void *stream)
+{
     if (m < 1 || m > INT32_MAX)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: m must be in [1, 2^31) (got %lld)", (long long)m);
+        return wb_fail(WB_ERR_INVALID, "%s: m must be in [1, 2^31) (got %lld)", call, (long long)m);
     if (!a || !out)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: NULL %s pointer", !a ? "activation" : "output");
+        return wb_fail(WB_ERR_INVALID, "%s: NULL %s pointer", call, !a ? "activation" : "output");
     wb_config cfg;
     void *fn = NULL;
     pthread_mutex_lock(&layer->lock);
@@ -197,17 +203,43 @@ wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, 
     wb_launch_dims d;
     if ((st = wb_kernel_dims(&layer->f, &cfg, m, layer->n, layer->k, &d)))
         return st;
-    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), and with TMA loads
-     * the map of the activations (M x K, boxes of the block's tokens x 64). */
-    uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan;
+    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with TMA loads
+     * the map of the activations (M x K, boxes of the block's tokens x 64), or with quantized
+     * activations the f32 scale of each token (u64). */
+    uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan, p_ascale = a_scale;
     uint32_t p_m = (uint32_t)m, p_n = (uint32_t)layer->n, p_k = (uint32_t)layer->k;
     CUtensorMap map;
     void *params[9] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k, &map};
+    if (a_scale)
+        params[8] = &p_ascale;
     if (cfg.load == WB_LOAD_TMA &&
         (st = wb_gpu_tensor_map(layer->gpu, &map, layer->f.a.kind == WB_KIND_BF16, a, (uint64_t)m,
                                 (uint64_t)layer->k, (unsigned)(8 * cfg.m_tiles), 64)))
         return st;
     return wb_gpu_launch(layer->gpu, fn, &d, stream, params);
+}
+
+wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: layer is NULL");
+    if (quantized_acts(&layer->f))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: this layer's activations are quantized codes with a scale "
+                                       "per token: use wb_layer_gemm_q");
+    return launch(layer, "wb_layer_gemm", m, a, 0, out, stream);
+}
+
+wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr out,
+                          void *stream)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: layer is NULL");
+    if (!quantized_acts(&layer->f))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: this layer's activations are f16 or bf16: use "
+                                       "wb_layer_gemm");
+    if (!a_scale)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: NULL activation scale pointer");
+    return launch(layer, "wb_layer_gemm_q", m, a, a_scale, out, stream);
 }
 
 wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65])

@@ -59,6 +59,11 @@ grep -q '^tcgen05.mma kind::i8 .* yes  *-  *-$' "$tmp/out" || fail "targets: kin
 expect 2 "targets with an argument" "unexpected argument" -- $W targets sm_90a
 expect 2 "fp8 on sm_90a names its native instruction" "wgmma e4m3/e5m2 (mma.sync m16n8k32 e4m3/e5m2 is only emulated there)" \
     -- $W ptx fp8 --arch sm_90a
+if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch sm_90a --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32' "$tmp/out" || fail "int8 on sm_90a: no m16n8k32 s8 mma"
+fi
+expect 2 "int8 with groups is refused" "one f32 scale per output channel only" -- $W ptx int8,g=128 --arch sm_90a
+expect 2 "w4a8-int8 is refused" "a=int8 is not supported by this build yet" -- $W ptx w4a8-int8 --arch sm_90a
 
 # ---- formats
 expect 0 "formats" "" -- $W formats

@@ -31,6 +31,7 @@ static struct {
     void **launch_params;
     uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
     uint32_t launch_u32[3]; /* m, n, k */
+    uint64_t launch_p8;     /* with capture_layer_params on a kernel without TMA: the first word of params[8] */
     uint64_t launch_map0;   /* with capture_layer_params on a TMA kernel: the first word of its map */
     /* the last cuTensorMapEncodeTiled */
     int maps, map_dtype, map_swizzle, map_oob;
@@ -270,6 +271,8 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
             memcpy(&fake.launch_u32[i], params[5 + i], 4);
         if (fake.launch_dims[0] && params[8] && fake.maps) /* a TMA kernel's ninth parameter */
             memcpy(&fake.launch_map0, params[8], 8);
+        else if (params[8]) /* a W8A8 kernel's: the token scales (else an unused map) */
+            memcpy(&fake.launch_p8, params[8], 8);
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

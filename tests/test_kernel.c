@@ -156,11 +156,22 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations only"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, and s8 with w=int8, only"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
-    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ptx_for("w4a8-int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_103a is mma.sync m16n8k32 s8"));
+    /* W8A8 is built for one f32 scale per token and per channel, on mma.sync, bf16 output from sm_80 */
+    ck_assert_int_eq(ptx_for("int8,g=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per output channel only"));
+    ck_assert_int_eq(ptx_for("int8,ag=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per token only"));
+    ck_assert_int_eq(ptx_for("a=s8,w=uint8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=int8 is not supported by this build yet"));
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "built on mma.sync only"));
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM75, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "out=bf16 needs sm_80 or newer"));
     ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM120A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "is mma.sync kind::mxf4nvf4"));
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
@@ -194,6 +205,65 @@ START_TEST(ptx_per_architecture)
         free(ptx);
         free(again);
     }
+}
+END_TEST
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* W8A8 on every target: the integer MMA on the code words as loaded (no cvt of weights, no dequant
+ * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
+ * heuristic picks mma.sync also on sm_90a. */
+START_TEST(w8a8_per_architecture)
+{
+    static const wb_arch archs[] = {WB_ARCH_SM75, WB_ARCH_SM80, WB_ARCH_SM86, WB_ARCH_SM89, WB_ARCH_SM90A,
+                                    WB_ARCH_SM100A, WB_ARCH_SM103A, WB_ARCH_SM120A};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        wb_format f = fmt(archs[i] == WB_ARCH_SM75 ? "int8,out=f16" : "int8");
+        static const int64_t ms[] = {1, 16, 300};
+        for (size_t j = 0; j < 3; j++) {
+            wb_config c = {0};
+            ck_assert_int_eq(wb_config_choose(&f, archs[i], ms[j], 4096, 4096, &c), WB_OK);
+            ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+            char *ptx = NULL;
+            ck_assert_msg(wb_kernel_ptx(&f, archs[i], &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+            const char *mma = archs[i] == WB_ARCH_SM75 ? "mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32"
+                                                       : "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
+            /* per m-tile and k64 slice: two m16n8k32, or eight m8n8k16 */
+            ck_assert_int_eq(count_of(ptx, mma), c.m_tiles * (archs[i] == WB_ARCH_SM75 ? 8 : 2));
+            ck_assert_ptr_null(strstr(ptx, ".f16.f16.f32"));
+            ck_assert_ptr_null(strstr(ptx, ".bf16.bf16.f32"));
+            ck_assert_ptr_null(strstr(ptx, "fma.rn"));     /* no dequant arithmetic */
+            ck_assert_ptr_null(strstr(ptx, "lop3.b32"));  /* no code unpacking */
+            ck_assert_ptr_null(strstr(ptx, "prmt.b32"));
+            ck_assert_int_eq(count_of(ptx, "cvt.rn.f32.s32"), c.m_tiles * 4); /* once per sum, after K */
+            ck_assert_ptr_nonnull(strstr(ptx, ".param .u64 p_ascale"));
+            ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), c.m_tiles);
+            if (c.warps_k > 1) {
+                ck_assert_ptr_nonnull(strstr(ptx, "st.shared.s32"));
+                ck_assert_ptr_nonnull(strstr(ptx, "add.s32"));
+                ck_assert_ptr_null(strstr(ptx, "st.shared.f32"));
+                ck_assert_ptr_null(strstr(ptx, "add.rn.f32"));
+            }
+            free(ptx);
+        }
+    }
+    /* exact s32 sums: K below 2^17 */
+    wb_format f8 = fmt("int8");
+    wb_config c8 = full_config(&f8, WB_ARCH_SM80, 1);
+    ck_assert_int_eq(wb_kernel_check_shape(&f8, &c8, 1, 4096, 131072), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "needs K below 131072"));
+    ck_assert_int_eq(wb_kernel_check_shape(&f8, &c8, 1, 4096, 131072 - 1024), WB_OK);
+    /* the other kernels keep their parameter list */
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("w8a16", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_OK);
+    ck_assert_ptr_null(strstr(ptx, "p_ascale"));
+    free(ptx);
 }
 END_TEST
 
@@ -424,6 +494,7 @@ int main(void)
     tcase_add_test(t, scale_goes_to_the_product_when_it_pays);
     tcase_add_test(t, legalizer_refuses_with_reasons);
     tcase_add_test(t, ptx_per_architecture);
+    tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
     tcase_add_test(t, instruction_table);

@@ -176,6 +176,37 @@ START_TEST(test_layer_gemm)
 }
 END_TEST
 
+/* W8A8 (a=s8): wb_layer_gemm_q passes the token scales as the ninth parameter; each call refuses the
+ * other kind of layer. */
+START_TEST(test_layer_gemm_q)
+{
+    wb_gpu *g = fake_gpu();
+    fake.capture_layer_params = 1;
+    wb_layer *l = make_layer(g, "int8", 256, 1024);
+    ck_assert_error(wb_layer_gemm(l, 16, 0xA000, 0xB000, NULL), WB_ERR_INVALID, "use wb_layer_gemm_q");
+    ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0, 0xB000, NULL), WB_ERR_INVALID, "activation scale");
+    ck_assert_int_eq(fake.launches, 0);
+    wb_status st = wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 1);
+    ck_assert_uint_eq(fake.launch_u64[0], 0xB000); /* out */
+    ck_assert_uint_eq(fake.launch_u64[1], 0xA000); /* a: the s8 codes */
+    ck_assert_uint_ne(fake.launch_u64[2], 0);      /* packed codes */
+    ck_assert_uint_eq(fake.launch_u64[3], 0);      /* no scale records */
+    ck_assert_uint_ne(fake.launch_u64[4], 0);      /* the channel scales */
+    ck_assert_uint_eq(fake.launch_p8, 0xC000); /* the token scales */
+    wb_config cfg;
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.mma, WB_MMA_SYNC); /* also on sm_90a */
+    wb_layer_destroy(l);
+    l = make_layer(g, "w4a16", 256, 1024);
+    ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL), WB_ERR_INVALID, "use wb_layer_gemm");
+    ck_assert_int_eq(fake.launches, 1);
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 /* A forced config is used as given and remembered by last_kernel; NULL goes back to the heuristic. */
 START_TEST(test_layer_forced_config)
 {
@@ -229,6 +260,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_bad_shape);
     tcase_add_test(b, test_layer_gemm);
     tcase_add_test(b, test_layer_gemm_tma);
+    tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
     suite_add_tcase(s, b);

@@ -77,6 +77,62 @@ START_TEST(scale_and_zero_records)
 }
 END_TEST
 
+/* W8A8 (a=s8, w=int8): each lane's 8 words are its m16n8k32 A registers of the two k32 steps, s8 codes
+ * as bytes (row gid + 8 * (reg & 1), k step*32 + (reg >> 1)*16 + tig*4 + byte); unpacking inverts it;
+ * the chan array holds the f32 channel scales, then the biases. */
+START_TEST(pack_w8a8_fragments)
+{
+    uint64_t st = wbt_seed() ^ 0x8a8;
+    static const int64_t shapes[][2] = {{16, 64}, {48, 128}, {256, 512}};
+    for (int bias = 0; bias < 2; bias++)
+        for (size_t hi = 0; hi < 3; hi++) {
+            wb_format f;
+            ck_assert_int_eq(wb_format_parse(bias ? "int8,bias=1" : "int8", &f), WB_OK);
+            int64_t n = shapes[hi][0], k = shapes[hi][1];
+            uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k));
+            float *s = malloc((size_t)n * sizeof *s);
+            uint16_t *b = malloc((size_t)n * sizeof *b);
+            for (int64_t i = 0; i < n * k; i++)
+                w[i] = (uint8_t)wbt_next(&st);
+            for (int64_t i = 0; i < n; i++) {
+                s[i] = (float)(wbt_next(&st) % 1000) / 977.0f + 0.001f;
+                b[i] = wb_bf16_from_double((double)(wbt_next(&st) % 100) - 50.0);
+            }
+            wb_host_weights hw = {.w = w, .w_scale = s, .bias = bias ? b : NULL};
+            wb_packed p;
+            ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+            ck_assert_uint_eq(p.w_bytes, (size_t)(n * k));
+            ck_assert_uint_eq(p.scale_bytes, 0);
+            ck_assert_uint_eq(p.chan_bytes, (size_t)n * 4 * (bias ? 2 : 1));
+            const uint32_t *pw = p.w;
+            for (int64_t strip = 0; strip < n / 16; strip++)
+                for (int64_t chunk = 0; chunk < k / 64; chunk++)
+                    for (int lane = 0; lane < 32; lane++)
+                        for (int word = 0; word < 8; word++)
+                            for (int byte = 0; byte < 4; byte++) {
+                                int step = word / 4, reg = word % 4, gid = lane / 4, tig = lane % 4;
+                                int64_t row = strip * 16 + gid + 8 * (reg & 1);
+                                int64_t col = chunk * 64 + step * 32 + (reg >> 1) * 16 + tig * 4 + byte;
+                                uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 8 + word];
+                                ck_assert_uint_eq((v >> (8 * byte)) & 0xff, w[row * k + col]);
+                            }
+            ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+            ck_assert_mem_eq(w, back, (size_t)(n * k));
+            const float *pc = p.chan;
+            for (int64_t i = 0; i < n; i++) {
+                ck_assert(pc[i] == s[i]);
+                if (bias)
+                    ck_assert(pc[n + i] == (float)wb_bf16_to_double(b[i]));
+            }
+            wb_packed_free(&p);
+            free(w);
+            free(back);
+            free(s);
+            free(b);
+        }
+}
+END_TEST
+
 START_TEST(pack_rejects_bad_codes_and_args)
 {
     wb_format f;
@@ -118,6 +174,7 @@ int main(void)
     TCase *t = tcase_create("pack");
     tcase_add_test(t, pack_unpack_identity);
     tcase_add_test(t, scale_and_zero_records);
+    tcase_add_test(t, pack_w8a8_fragments);
     tcase_add_test(t, pack_rejects_bad_codes_and_args);
     suite_add_tcase(s, t);
     return wbt_run(s);

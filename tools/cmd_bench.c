@@ -326,8 +326,8 @@ int cmd_bench(int argc, char **argv)
         return bench_compile(&a, &b.f);
     if (cli_acts_quantized(&b.f)) {
         char tn[8];
-        return cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm) takes no activation scales "
-                        "yet, so a=%s cannot run", wb_type_name(b.f.a, tn));
+        return cli_fail(CLI_USAGE, "not supported: bench times wb_layer_gemm, which takes no activation scales "
+                        "(a=%s runs through wb_layer_gemm_q: warble run)", wb_type_name(b.f.a, tn));
     }
     for (int i = 0; i < a.nm; i++) {
         wb_status s = wb_format_check_shape(&b.f, a.m[i], a.n, a.k);

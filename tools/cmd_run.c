@@ -50,7 +50,7 @@ static int load_inputs(const cli_args *a, const cli_layout *l, void **buf)
 typedef struct run_gpu {
     wb_gpu *gpu;
     wb_layer *layer;
-    wb_devptr a, out;
+    wb_devptr a, a_scale, out; /* a_scale: quantized activations (W8A8) */
 } run_gpu;
 
 static int run_on_gpu(const cli_args *a, const wb_format *f, const cli_layout *l, void **buf, run_gpu *g)
@@ -72,8 +72,17 @@ static int run_on_gpu(const cli_args *a, const wb_format *f, const cli_layout *l
         return rc;
     if ((rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_A], &g->a), "wb_gpu_alloc")) ||
         (rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_OUT], &g->out), "wb_gpu_alloc")) ||
-        (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a, buf[F_A], l->bytes[F_A]), "wb_gpu_upload")) ||
-        (rc = cli_lib_fail_if(wb_layer_gemm(g->layer, m, g->a, g->out, NULL), "wb_layer_gemm")) ||
+        (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a, buf[F_A], l->bytes[F_A]), "wb_gpu_upload")))
+        return rc;
+    /* quantized activations: their per-token scales go up too, and the launch is wb_layer_gemm_q */
+    if (cli_acts_quantized(f) &&
+        ((rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_ASCALE], &g->a_scale), "wb_gpu_alloc")) ||
+         (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a_scale, buf[F_ASCALE], l->bytes[F_ASCALE]),
+                               "wb_gpu_upload")) ||
+         (rc = cli_lib_fail_if(wb_layer_gemm_q(g->layer, m, g->a, g->a_scale, g->out, NULL), "wb_layer_gemm_q"))))
+        return rc;
+    if ((!cli_acts_quantized(f) &&
+         (rc = cli_lib_fail_if(wb_layer_gemm(g->layer, m, g->a, g->out, NULL), "wb_layer_gemm"))) ||
         (rc = cli_lib_fail_if(wb_gpu_sync(g->gpu), "wb_gpu_sync")) ||
         (rc = cli_lib_fail_if(wb_gpu_download(g->gpu, buf[F_OUT], g->out, l->bytes[F_OUT]), "wb_gpu_download")))
         return rc;
@@ -114,10 +123,11 @@ int cmd_run(int argc, char **argv)
     cli_file_layout(&f, a.m[0], a.n, a.k, &l);
     if ((rc = load_inputs(&a, &l, buf)))
         goto done;
-    if (cli_acts_quantized(&f) && (l.bytes[F_ASCALE] || l.bytes[F_AGLOBAL])) {
+    /* the C API takes one f32 scale per token (wb_layer_gemm_q): no groups, no tensor scale */
+    if (cli_acts_quantized(&f) && (f.ag || f.ags || f.as.kind != WB_KIND_F32)) {
         char spec[512];
-        rc = cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm) takes no activation scales yet, "
-                      "so %s cannot run", cli_spec_str(&f, spec, sizeof spec));
+        rc = cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm_q) takes one f32 activation scale per "
+                      "token only, so %s cannot run", cli_spec_str(&f, spec, sizeof spec));
         goto done;
     }
     out = fopen(a.val[O_OUT], "wb");
@@ -142,6 +152,8 @@ done:
     if (g.gpu) {
         if (g.a)
             wb_gpu_free(g.gpu, g.a);
+        if (g.a_scale)
+            wb_gpu_free(g.gpu, g.a_scale);
         if (g.out)
             wb_gpu_free(g.gpu, g.out);
     }

@@ -1,6 +1,8 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
- * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns.
+ * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
+ * (c) the weight catalog, batch invariance and TMA loads; (e) W8A8 (a=s8, w=int8) through
+ * wb_layer_gemm_q, with activations quantized by wb_reference_quantize_acts.
  * The output is poisoned with NaN bits before each launch, so unwritten elements fail. Every kernel
  * that passed all its cases is appended once (by PTX sha256) to the ledger, which `ledger_check.sh`
  * compares against the kernels warble emits. */
@@ -179,6 +181,20 @@ static int plan_big(plan *p, int quick)
         for (int j = 0; j < 4; j++)
             for (int i = 0; i < 7 && !rc; i++)
                 rc = plan_add(p, specs[s], ms[i], nk[j][0], nk[j][1], 0);
+    return rc;
+}
+
+/* Part (e): W8A8 (a=s8, w=int8) on the integer mma.sync: the preset (bf16 output) and an f16-output
+ * variant with a bias (the one sm_75 runs), at M = 1, 7, 16, 100, 300 (one M, rotating, when quick). */
+static int plan_w8a8(plan *p, int quick)
+{
+    static const char *const specs[] = {"int8", "int8,out=f16,bias=1"};
+    static const int64_t ms[] = {1, 7, 16, 100, 300};
+    int rc = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if (!quick || i == s + 1)
+                rc = plan_add(p, specs[s], ms[i], 256, 1024, 1);
     return rc;
 }
 
@@ -429,8 +445,24 @@ static int compare(const cli_host *h, cli_rng *r, int full, double *err, int64_t
 
 typedef struct dev {
     wb_layer *layer;
-    wb_devptr a, out;
+    wb_devptr a, a_scale, out; /* a_scale: quantized activations only */
 } dev;
+
+static int quantized_acts(const wb_format *f) { return f->a.kind != WB_KIND_F16 && f->a.kind != WB_KIND_BF16; }
+
+/* Quantized activations come from random f32 ones through the library's quantizer (codes and the
+ * scale of each token), as a model would feed them; the reference then runs on the same codes. */
+static int quantize_random_acts(cli_host *h, cli_rng *r)
+{
+    float *x = malloc((size_t)(h->m * h->k) * sizeof *x);
+    if (!x)
+        return cli_fail(CLI_FAILED, "out of host memory");
+    for (int64_t i = 0; i < h->m * h->k; i++)
+        x[i] = (float)cli_rng_uniform(r, -1, 1);
+    wb_status s = wb_reference_quantize_acts(&h->f, h->m, h->k, x, h->buf[F_A], h->buf[F_ASCALE], NULL);
+    free(x);
+    return s ? cli_lib_fail(s, "wb_reference_quantize_acts") : 0;
+}
 
 /* Poison, launch the first m rows, sync, download into dst. */
 static wb_status launch_m(selftest *t, dev *d, const cli_host *h, int64_t m, void *dst)
@@ -438,7 +470,8 @@ static wb_status launch_m(selftest *t, dev *d, const cli_host *h, int64_t m, voi
     size_t ob = h->lay.bytes[F_OUT] / (size_t)h->m * (size_t)m;
     wb_status s = wb_gpu_memset(t->gpu, d->out, 0xFF, h->lay.bytes[F_OUT]);
     if (s == WB_OK)
-        s = wb_layer_gemm(d->layer, m, d->a, d->out, NULL);
+        s = d->a_scale ? wb_layer_gemm_q(d->layer, m, d->a, d->a_scale, d->out, NULL)
+                       : wb_layer_gemm(d->layer, m, d->a, d->out, NULL);
     if (s == WB_OK)
         s = wb_gpu_sync(t->gpu);
     if (s == WB_OK)
@@ -489,8 +522,12 @@ static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, con
         s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_A], &d.a);
     if (s == WB_OK)
         s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_OUT], &d.out);
+    if (s == WB_OK && quantized_acts(&h->f))
+        s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_ASCALE], &d.a_scale);
     if (s == WB_OK && (step = "wb_gpu_upload", 1))
         s = wb_gpu_upload(t->gpu, d.a, h->buf[F_A], h->lay.bytes[F_A]);
+    if (s == WB_OK && d.a_scale)
+        s = wb_gpu_upload(t->gpu, d.a_scale, h->buf[F_ASCALE], h->lay.bytes[F_ASCALE]);
     if (s == WB_OK && (step = "gemm", 1))
         s = launch(t, &d, h, h->buf[F_OUT]);
     wb_config c;
@@ -511,6 +548,8 @@ static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, con
         rc = check_invariant(t, &d, h, invariant_m, sha2, cfg2, why, wsz);
     if (d.a)
         wb_gpu_free(t->gpu, d.a);
+    if (d.a_scale)
+        wb_gpu_free(t->gpu, d.a_scale);
     if (d.out)
         wb_gpu_free(t->gpu, d.out);
     wb_layer_destroy(d.layer);
@@ -536,10 +575,13 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         cli_spec_str(&f, spec, sizeof spec);
         cli_host_random_acts(&h, &rng);
         cli_host_random_weights(&h, &rng);
+        if (quantized_acts(&f) && quantize_random_acts(&h, &rng) != 0)
+            snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = {.batch_invariant = pc->invariant};
         if (pc->tma)
             forced.mma = WB_MMA_WGMMA, forced.load = WB_LOAD_TMA;
-        if (run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma ? &forced : NULL, sha, cfg, sha2, cfg2, why,
+        if (!why[0] &&
+            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma ? &forced : NULL, sha, cfg, sha2, cfg2, why,
                     sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
             double tol = tolerance(&f);
@@ -581,7 +623,8 @@ int cmd_selftest(int argc, char **argv)
         return rc;
     int quick = cli_has(&a, O_QUICK);
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)))
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)) ||
+        (rc = plan_w8a8(&p, quick)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;

@@ -1,0 +1,454 @@
+/* The W8A8 kernel (a=s8, w=int8 on the integer mma.sync) run on the CPU: its instruction IR, as
+ * wb_lower_gemm emits it, is executed by a small SIMT interpreter (every thread of every block, warps
+ * meeting at ldmatrix and mma, blocks at bar.sync) on weights from wb_pack_weights and activations
+ * from wb_reference_quantize_acts. Every output must have the bits of the exact s32 sum taken to f32,
+ * times the channel scale, times the token scale, plus the bias, rounded once; and lie within one
+ * rounding of the output type of the float64 reference. ldmatrix and the s8 MMAs are modelled from
+ * the PTX fragment layouts (m16n8k32: A rows gid / gid + 8, k 4 tig..; B k 4 tig.. of column gid;
+ * C rows gid / gid + 8, columns 2 tig, 2 tig + 1; m8n8k16 the top half of that at k16). cp.async
+ * completes at once, so this checks data movement and arithmetic, not the pipeline's timing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl/tile.h"
+#include "lower/layout.h"
+#include "lower/lower.h"
+#include "testutil.h"
+
+#define CHECK(cond, ...)               \
+    do {                               \
+        if (!(cond))                   \
+            ck_abort_msg(__VA_ARGS__); \
+    } while (0)
+
+enum { RUN, AT_WARP, AT_BAR, DONE };
+
+typedef struct thread {
+    int pc, state;
+    uint64_t *r;
+} thread;
+
+typedef struct emu {
+    const wb_func *f;
+    const char *const *labels; /* per insn: its label text (LABEL insns), else NULL */
+    uint8_t *smem;
+    int smem_bytes;
+    uint64_t params[9]; /* p_out, p_a, p_w, p_scale, p_chan, p_m, p_n, p_k, p_ascale */
+    unsigned ctaid[2];
+    thread *t;
+    int nthreads;
+} emu;
+
+static const char *const param_names[9] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
+                                           "p_ascale"};
+
+static uint64_t val(const thread *th, const wb_opnd *o)
+{
+    return o->kind == WB_O_REG ? th->r[o->v] : (uint64_t)o->v;
+}
+
+static float as_f32(uint64_t v)
+{
+    uint32_t b = (uint32_t)v;
+    float x;
+    memcpy(&x, &b, 4);
+    return x;
+}
+
+static uint64_t from_f32(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    return b;
+}
+
+static uint8_t *shared_at(emu *e, uint64_t addr, int bytes)
+{
+    CHECK(addr + (uint64_t)bytes <= (uint64_t)e->smem_bytes, "shared access at %llu (+%d) past %d bytes",
+          (unsigned long long)addr, bytes, e->smem_bytes);
+    return e->smem + addr;
+}
+
+static int jump(const emu *e, const char *label)
+{
+    for (int i = 0; i < e->f->ninsns; i++)
+        if (e->labels[i] && strcmp(e->labels[i], label) == 0)
+            return i;
+    ck_abort_msg("no label %s", label);
+    return -1;
+}
+
+static int is_collective(wb_op op)
+{
+    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16;
+}
+
+/* A compare of the type's width (every setp the kernel emits is u32). */
+static int compare(wb_op op, uint64_t a, uint64_t b)
+{
+    uint32_t x = (uint32_t)a, y = (uint32_t)b;
+    return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? x != y : x == y;
+}
+
+static uint64_t cvt(const char *ty, uint64_t v)
+{
+    if (strcmp(ty, "u64.u32") == 0)
+        return (uint32_t)v;
+    if (strcmp(ty, "rn.f32.s32") == 0)
+        return from_f32((float)(int32_t)(uint32_t)v);
+    if (strcmp(ty, "rn.bf16.f32") == 0)
+        return wb_bf16_from_double((double)as_f32(v));
+    if (strcmp(ty, "rn.f16.f32") == 0)
+        return wb_f16_from_double((double)as_f32(v));
+    ck_abort_msg("cvt.%s is not modelled", ty);
+    return 0;
+}
+
+/* One integer op of the type's width: 32-bit types wrap at 2^32. */
+static uint64_t alu(wb_op op, const char *ty, uint64_t a, uint64_t b, uint64_t c)
+{
+    int wide = ty && strstr(ty, "64");
+    uint64_t mask = wide ? ~0ull : 0xffffffffull, r;
+    switch (op) {
+    case WB_OP_ADD: r = a + b; break;
+    case WB_OP_SUB: r = a - b; break;
+    case WB_OP_MUL_LO: r = a * b; break;
+    case WB_OP_MUL_WIDE: return (uint64_t)(uint32_t)a * (uint32_t)b;
+    case WB_OP_MAD_LO: r = a * b + c; break;
+    case WB_OP_DIV: r = (uint32_t)a / (uint32_t)b; break;
+    case WB_OP_REM: r = (uint32_t)a % (uint32_t)b; break;
+    case WB_OP_SHL: r = a << b; break;
+    case WB_OP_SHR: r = (a & mask) >> b; break;
+    case WB_OP_AND: r = a & b; break;
+    case WB_OP_OR: r = a | b; break;
+    case WB_OP_XOR: r = a ^ b; break;
+    default: ck_abort_msg("op %d is not modelled", (int)op); return 0;
+    }
+    return r & mask;
+}
+
+static void load(emu *e, const char *ty, uint64_t *dst, uint64_t addr, int shared)
+{
+    int bytes = strstr(ty, "16") ? 2 : 4;
+    const uint8_t *p = shared ? shared_at(e, addr, bytes) : (const uint8_t *)(uintptr_t)addr;
+    uint32_t v = 0;
+    memcpy(&v, p, (size_t)bytes);
+    *dst = v;
+}
+
+static void store(emu *e, const char *ty, uint64_t addr, uint64_t v, int shared)
+{
+    int bytes = strstr(ty, "16") ? 2 : 4;
+    uint8_t *p = shared ? shared_at(e, addr, bytes) : (uint8_t *)(uintptr_t)addr;
+    uint32_t x = (uint32_t)v;
+    memcpy(p, &x, (size_t)bytes);
+}
+
+/* Run thread `i` until it meets a collective op, a barrier or its end. */
+static void run_thread(emu *e, int i)
+{
+    thread *th = &e->t[i];
+    while (th->state == RUN) {
+        const wb_insn *in = &e->f->insns[th->pc];
+        const wb_opnd *o = in->o;
+        if (in->guard >= 0 && (th->r[in->guard] != 0) == (in->guard_neg != 0)) {
+            th->pc++;
+            continue;
+        }
+        if (is_collective(in->op)) {
+            th->state = AT_WARP;
+            return;
+        }
+        uint64_t *d = o[0].kind == WB_O_REG ? &th->r[o[0].v] : NULL;
+        int next = th->pc + 1;
+        switch (in->op) {
+        case WB_OP_MOV: *d = val(th, &o[1]); break;
+        case WB_OP_ADD: case WB_OP_SUB: case WB_OP_MUL_LO: case WB_OP_MUL_WIDE: case WB_OP_DIV: case WB_OP_REM:
+        case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR:
+            *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
+            break;
+        case WB_OP_AND:
+            *d = strcmp(in->type, "pred") == 0 ? (val(th, &o[1]) && val(th, &o[2]))
+                                               : alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
+            break;
+        case WB_OP_MAD_LO: *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), val(th, &o[3])); break;
+        case WB_OP_SETP_LT: case WB_OP_SETP_GE: case WB_OP_SETP_NE: case WB_OP_SETP_EQ:
+            *d = (uint64_t)compare(in->op, val(th, &o[1]), val(th, &o[2]));
+            break;
+        case WB_OP_SELP: *d = th->r[o[3].v] ? val(th, &o[1]) : val(th, &o[2]); break;
+        case WB_OP_CVT: *d = cvt(in->type, val(th, &o[1])); break;
+        case WB_OP_MUL_F32: *d = from_f32(as_f32(val(th, &o[1])) * as_f32(val(th, &o[2]))); break;
+        case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
+        case WB_OP_LD_PARAM: {
+            int p = 0;
+            while (p < 9 && strcmp(param_names[p], o[1].text) != 0)
+                p++;
+            CHECK(p < 9, "no parameter %s", o[1].text);
+            *d = e->params[p];
+            break;
+        }
+        case WB_OP_SPECIAL:
+            *d = strcmp(o[1].text, "%tid.x") == 0 ? (uint64_t)i : strcmp(o[1].text, "%ctaid.x") == 0 ? e->ctaid[0]
+                                                                                                     : e->ctaid[1];
+            CHECK(!strcmp(o[1].text, "%tid.x") || !strcmp(o[1].text, "%ctaid.x") || !strcmp(o[1].text, "%ctaid.y"),
+                  "special register %s", o[1].text);
+            break;
+        case WB_OP_SMEM_BASE: *d = 0; break;
+        case WB_OP_CVTA_GLOBAL: *d = val(th, &o[1]); break;
+        case WB_OP_LD_GLOBAL: load(e, in->type, d, val(th, &o[1]), 0); break;
+        case WB_OP_LD_SHARED: load(e, in->type, d, val(th, &o[1]), 1); break;
+        case WB_OP_ST_GLOBAL: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 0); break;
+        case WB_OP_ST_SHARED: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1); break;
+        case WB_OP_LD_GLOBAL_V4: case WB_OP_LD_SHARED_V4: case WB_OP_LD_SHARED_V2: {
+            int n = in->op == WB_OP_LD_SHARED_V2 ? 2 : 4;
+            for (int j = 0; j < n; j++)
+                load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, in->op != WB_OP_LD_GLOBAL_V4);
+            break;
+        }
+        case WB_OP_ST_SHARED_V4:
+            for (int j = 0; j < 4; j++)
+                store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 1);
+            break;
+        case WB_OP_CP_ASYNC:
+            memcpy(shared_at(e, val(th, &o[0]), 16), (const void *)(uintptr_t)val(th, &o[1]), 16);
+            break;
+        case WB_OP_BAR_SYNC: th->state = AT_BAR; return;
+        case WB_OP_BRA: next = jump(e, o[0].text); break;
+        case WB_OP_BRA_IF: if (th->r[o[0].v]) next = jump(e, o[1].text); break;
+        case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
+        case WB_OP_RET: th->state = DONE; return;
+        case WB_OP_CP_ASYNC_COMMIT: case WB_OP_CP_ASYNC_WAIT: case WB_OP_GRIDDEP_WAIT: case WB_OP_GRIDDEP_LAUNCH:
+        case WB_OP_LABEL: case WB_OP_COMMENT: break;
+        default: ck_abort_msg("instruction op %d is not modelled", (int)in->op);
+        }
+        th->pc = next;
+    }
+}
+
+static int8_t byte_of(uint64_t word, int b) { return (int8_t)(uint8_t)(word >> (8 * b)); }
+
+/* The warp's collective op at lanes base..base+31 (all at the same instruction). */
+static void run_collective(emu *e, int base)
+{
+    const wb_insn *in = &e->f->insns[e->t[base].pc];
+    uint64_t *r[32];
+    for (int l = 0; l < 32; l++) {
+        CHECK(e->t[base + l].pc == e->t[base].pc && e->t[base + l].state == AT_WARP, "warp diverged at a collective");
+        r[l] = e->t[base + l].r;
+    }
+    const wb_opnd *o = in->o;
+    if (in->op == WB_OP_LDMATRIX_X4) { /* matrix j row q comes from lane 8j + q's address */
+        uint32_t out[32][4];
+        for (int l = 0; l < 32; l++)
+            for (int j = 0; j < 4; j++)
+                memcpy(&out[l][j], shared_at(e, r[8 * j + l / 4][o[4].v] + 4 * (uint64_t)(l % 4), 4), 4);
+        for (int l = 0; l < 32; l++)
+            for (int j = 0; j < 4; j++)
+                r[l][o[j].v] = out[l][j];
+        return;
+    }
+    int k32 = in->op == WB_OP_MMA_S8_K32, rows = k32 ? 16 : 8, kk = k32 ? 32 : 16;
+    int a[16][32] = {{0}}, b[32][8] = {{0}}, c[16][8] = {{0}};
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int q = 0; q < 4; q++) {
+            if (k32) {
+                for (int reg = 0; reg < 4; reg++)
+                    a[gid + 8 * (reg & 1)][(reg >> 1) * 16 + tig * 4 + q] = byte_of(r[l][o[4 + reg].v], q);
+                b[tig * 4 + q][gid] = byte_of(r[l][o[8].v], q);
+                b[16 + tig * 4 + q][gid] = byte_of(r[l][o[9].v], q);
+            } else {
+                a[gid][tig * 4 + q] = byte_of(r[l][o[2].v], q);
+                b[tig * 4 + q][gid] = byte_of(r[l][o[3].v], q);
+            }
+        }
+        for (int i = 0; i < (k32 ? 4 : 2); i++)
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[(k32 ? 10 : 4) + i].v];
+    }
+    for (int m = 0; m < rows; m++)
+        for (int n = 0; n < 8; n++) {
+            int64_t s = c[m][n];
+            for (int k = 0; k < kk; k++)
+                s += a[m][k] * b[k][n];
+            c[m][n] = (int32_t)(uint32_t)(uint64_t)s;
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < (k32 ? 4 : 2); i++)
+            r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
+}
+
+/* One block, to the end of every thread. */
+static void run_block(emu *e)
+{
+    memset(e->smem, 0xA5, (size_t)e->smem_bytes); /* stale shared memory is garbage */
+    for (int i = 0; i < e->nthreads; i++) {
+        e->t[i].pc = 0;
+        e->t[i].state = RUN;
+        memset(e->t[i].r, 0, (size_t)e->f->nregs * sizeof *e->t[i].r);
+    }
+    for (;;) {
+        for (int i = 0; i < e->nthreads; i++)
+            run_thread(e, i);
+        int live = 0, at_bar = 0, moved = 0;
+        for (int w = 0; w < e->nthreads / 32; w++) {
+            int at = 0;
+            for (int l = 0; l < 32; l++)
+                at += e->t[32 * w + l].state == AT_WARP;
+            if (at == 32) {
+                run_collective(e, 32 * w);
+                for (int l = 0; l < 32; l++)
+                    e->t[32 * w + l].pc++, e->t[32 * w + l].state = RUN;
+                moved = 1;
+            }
+        }
+        for (int i = 0; i < e->nthreads; i++)
+            live += e->t[i].state != DONE, at_bar += e->t[i].state == AT_BAR;
+        if (!live)
+            return;
+        if (!moved && at_bar == live) {
+            for (int i = 0; i < e->nthreads; i++)
+                if (e->t[i].state == AT_BAR)
+                    e->t[i].pc++, e->t[i].state = RUN;
+            moved = 1;
+        }
+        CHECK(moved, "the block is stuck: %d threads live, %d at a barrier", live, at_bar);
+    }
+}
+
+/* Build the kernel of (spec, arch, config at M) and run its whole grid on random quantized data. */
+static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced)
+{
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
+    wb_config cfg = forced;
+    ck_assert_int_eq(wb_config_choose(&f, arch, m, n, k, &cfg), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&f, &cfg, m, n, k), WB_OK);
+    const wb_target *t = wb_target_get(arch);
+    ck_assert_int_eq(wb_legalize(&f, t, &cfg), WB_OK);
+    wb_kernel *kern = wb_build_gemm(&f, &cfg);
+    ck_assert_int_eq(wb_kernel_validate(kern), WB_OK);
+    wb_func fn;
+    wb_func_init(&fn, kern->arena);
+    fn.target = t;
+    ck_assert_int_eq(wb_lower_gemm(kern, t, 0, &fn), WB_OK);
+
+    /* data: s8 weight codes, f32 channel scales, a bias; f32 activations quantized per token */
+    uint64_t st = wbt_seed() ^ (uint64_t)(m * 131 + arch);
+    uint8_t *w = malloc((size_t)(n * k)), *acodes = malloc((size_t)(m * k));
+    float *ws = malloc((size_t)n * 4), *as = malloc((size_t)m * 4), *x = malloc((size_t)(m * k) * 4);
+    uint16_t *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
+    double *ref = malloc((size_t)(m * n) * sizeof *ref);
+    ck_assert(w && acodes && ws && as && x && bias && out && ref);
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = (uint8_t)wbt_next(&st);
+    for (int64_t i = 0; i < n; i++) {
+        ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
+        bias[i] = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2)
+                                             : wb_f16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2);
+    }
+    for (int64_t i = 0; i < m * k; i++)
+        x[i] = (float)((double)(wbt_next(&st) % 20001) / 10000.0 - 1.0);
+    ck_assert_int_eq(wb_reference_quantize_acts(&f, m, k, x, acodes, as, NULL), WB_OK);
+    wb_host_weights hw = {.w = w, .w_scale = ws, .bias = f.bias ? bias : NULL};
+    wb_host_acts ha = {.a = acodes, .a_scale = as};
+    ck_assert_int_eq(wb_reference_gemm(&f, m, n, k, &ha, &hw, ref), WB_OK);
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
+    memset(out, 0xFF, (size_t)(m * n) * 2); /* NaN bits: an unwritten output fails */
+
+    wb_launch_dims dims;
+    ck_assert_int_eq(wb_kernel_dims(&f, &cfg, m, n, k, &dims), WB_OK);
+    emu e = {.f = &fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0]};
+    const char **labels = calloc((size_t)fn.ninsns, sizeof *labels);
+    e.smem = malloc((size_t)e.smem_bytes);
+    e.t = calloc((size_t)e.nthreads, sizeof *e.t);
+    ck_assert(labels && e.smem && e.t);
+    for (int i = 0; i < fn.ninsns; i++)
+        labels[i] = fn.insns[i].op == WB_OP_LABEL ? fn.insns[i].o[0].text : NULL;
+    e.labels = labels;
+    for (int i = 0; i < e.nthreads; i++) {
+        e.t[i].r = malloc((size_t)fn.nregs * sizeof *e.t[i].r);
+        ck_assert_ptr_nonnull(e.t[i].r);
+    }
+    uint64_t params[9] = {(uintptr_t)out, (uintptr_t)acodes, (uintptr_t)p.w, (uintptr_t)p.scale, (uintptr_t)p.chan,
+                          (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)as};
+    memcpy(e.params, params, sizeof params);
+    for (unsigned by = 0; by < dims.grid[1]; by++)
+        for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
+            e.ctaid[0] = bx, e.ctaid[1] = by;
+            run_block(&e);
+        }
+    char conf[128];
+    wb_config_print(&cfg, conf, sizeof conf);
+    for (int64_t i = 0; i < m * n; i++) {
+        /* bitwise: the exact s32 sum, to f32, times ws[n], times as[m], plus the bias, rounded once */
+        int64_t row = i / n, col = i % n, sum = 0;
+        for (int64_t j = 0; j < k; j++)
+            sum += (int8_t)acodes[row * k + j] * (int8_t)w[col * k + j];
+        float v = (float)sum * ws[col] * as[row];
+        if (f.bias)
+            v += f.out.kind == WB_KIND_BF16 ? (float)wb_bf16_to_double(bias[col]) : (float)wb_f16_to_double(bias[col]);
+        uint16_t want = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double(v) : wb_f16_from_double(v);
+        CHECK(out[i] == want, "%s %s m=%lld: out[%lld][%lld] = 0x%04x, want 0x%04x", spec, wb_arch_name(arch),
+              (long long)m, (long long)row, (long long)col, out[i], want);
+        double o = f.out.kind == WB_KIND_BF16 ? wb_bf16_to_double(out[i]) : wb_f16_to_double(out[i]);
+        double tol = fabs(ref[i]) * (f.out.kind == WB_KIND_BF16 ? 0x1p-8 : 0x1p-10) + 1e-6;
+        CHECK(fabs(o - ref[i]) <= tol, "%s %s [%s] m=%lld: out[%lld][%lld] = %g, reference %g", spec,
+              wb_arch_name(arch), conf, (long long)m, (long long)(i / n), (long long)(i % n), o, ref[i]);
+    }
+    for (int i = 0; i < e.nthreads; i++)
+        free(e.t[i].r);
+    free(e.t);
+    free(e.smem);
+    free(labels);
+    wb_packed_free(&p);
+    free(w), free(acodes), free(ws), free(as), free(x), free(bias), free(out), free(ref);
+    wb_kernel_destroy(kern);
+}
+
+/* The heuristic's kernels for decode and prefill shapes: split K (s32 reduction), several m-tiles,
+ * tails past M; m16n8k32 with cp.async (sm_80, sm_90a) and m8n8k16 with plain loads (sm_75). */
+START_TEST(w8a8_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 7, 16, 37, 100, 300};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("int8", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case("int8,bias=1", WB_ARCH_SM90A, ms[i], 128, 512, (wb_config){0});
+        run_case("int8,out=f16,bias=1", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
+    }
+    run_case("int8", WB_ARCH_SM100A, 1, 256, 4096, (wb_config){0}); /* the widest split K */
+}
+END_TEST
+
+/* Forced shapes: every m_tiles, warps_k 1 to 8, two to four stages, plain loads; batch-invariant. */
+START_TEST(w8a8_kernel_forced_configs)
+{
+    static const wb_config cfgs[] = {
+        {.m_tiles = 1, .warps_n = 2, .warps_k = 8, .stages = 2},
+        {.m_tiles = 2, .warps_n = 1, .warps_k = 4, .stages = 3},
+        {.m_tiles = 4, .warps_n = 2, .warps_k = 2, .stages = 4},
+        {.m_tiles = 8, .warps_n = 4, .warps_k = 1, .stages = 2},
+    };
+    run_case("int8,bias=1", WB_ARCH_SM89, 45, 128, 1024, (wb_config){.batch_invariant = 1});
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        run_case("int8", WB_ARCH_SM120A, 45, 128, 1024, cfgs[i]);
+        wb_config ldg = cfgs[i];
+        ldg.stages = 1, ldg.load = WB_LOAD_LDG;
+        if (ldg.m_tiles <= 4)
+            run_case("int8,out=f16", WB_ARCH_SM75, 45, 128, 1024, ldg);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("w8a8 kernel");
+    TCase *t = tcase_create("w8a8 kernel");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, w8a8_kernel_matches_reference);
+    tcase_add_test(t, w8a8_kernel_forced_configs);
+    suite_add_tcase(s, t);
+    return wbt_run(s);
+}
