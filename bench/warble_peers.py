@@ -38,6 +38,7 @@ def load_lib(path):
     lib.wb_layer_create.argtypes = [C.c_void_p, C.c_void_p, C.c_int64, C.c_int64,
                                     C.POINTER(HostWeights), C.POINTER(C.c_void_p)]
     lib.wb_layer_gemm.argtypes = [C.c_void_p, C.c_int64, C.c_uint64, C.c_uint64, C.c_void_p]
+    lib.wb_layer_gemm_q.argtypes = [C.c_void_p, C.c_int64, C.c_uint64, C.c_uint64, C.c_uint64, C.c_void_p]
     lib.wb_layer_last_kernel.argtypes = [C.c_void_p, C.POINTER(Config), C.c_char_p]
     lib.wb_config_print.argtypes = [C.POINTER(Config), C.c_char_p, C.c_size_t]
     lib.wb_layer_destroy.argtypes = [C.c_void_p]
@@ -132,16 +133,25 @@ def bench_warble(lib, gpu, spec, n, k, ms):
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
+    s8 = keys["a"] == "s8"  # W8A8: s8 codes and one f32 scale per token, through wb_layer_gemm_q
     dt = torch.float16 if keys["a"] == "f16" else torch.bfloat16
     ot = torch.float16 if keys["out"] == "f16" else torch.bfloat16
     for m in ms:
-        a = torch.randn(m, k, dtype=dt, device="cuda")
+        if s8:
+            a = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
+            a_scale = torch.rand(m, dtype=torch.float32, device="cuda") / 64
+        else:
+            a = torch.randn(m, k, dtype=dt, device="cuda")
         out = torch.empty(m, n, dtype=ot, device="cuda")
 
         def call(layer):
             def run():
-                s = torch.cuda.current_stream().cuda_stream
-                check(lib, lib.wb_layer_gemm(layer, m, a.data_ptr(), out.data_ptr(), C.c_void_p(s)), "gemm")
+                s = C.c_void_p(torch.cuda.current_stream().cuda_stream)
+                if s8:
+                    st = lib.wb_layer_gemm_q(layer, m, a.data_ptr(), a_scale.data_ptr(), out.data_ptr(), s)
+                else:
+                    st = lib.wb_layer_gemm(layer, m, a.data_ptr(), out.data_ptr(), s)
+                check(lib, st, "gemm")
             return run
 
         res = tp.time_calls([call(l) for l in layers])
@@ -150,7 +160,7 @@ def bench_warble(lib, gpu, spec, n, k, ms):
         lib.wb_layer_last_kernel(layers[0], C.byref(cfg), sha)
         cbuf = C.create_string_buffer(128)
         lib.wb_config_print(C.byref(cfg), cbuf, 128)
-        nbytes = wbytes + m * k * 2 + m * n * 2
+        nbytes = wbytes + (m * k + m * 4 if s8 else m * k * 2) + m * n * 2
         tp.record("warble", spec, n, k, m, nbytes, res, config=cbuf.value.decode())
     for l in layers:
         lib.wb_layer_destroy(l)
@@ -165,6 +175,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--copy-ceiling", action="store_true")
+    ap.add_argument("--peer", default="f16", choices=["f16", "int8"],
+                    help="the torch baseline: torch.matmul f16, or torch._int_mm (for W8A8 specs)")
     args = ap.parse_args()
     tp.OUT_FILE = args.out
     torch.cuda.init()
@@ -180,7 +192,10 @@ def main():
         for spec in args.spec.split(";"):
             bench_warble(lib, gpu, spec, n, k, ms)
         if not args.no_torch:
-            tp.safe(tp.bench_w16, torch.float16, n, k, ms)
+            if args.peer == "int8":
+                tp.safe(tp.bench_int8, n, k, ms)
+            else:
+                tp.safe(tp.bench_w16, torch.float16, n, k, ms)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ typedef struct bench {
     wb_arch arch;
     wb_layer *layer[MAX_LAYERS];
     int nlayers;
-    wb_devptr a, out;
+    wb_devptr a, a_scale, out; /* a_scale: per-token scales of quantized activations (W8A8), else 0 */
     int64_t m;       /* current M */
     int next;        /* next layer to call */
     wb_status err;   /* first failure inside the timed callback */
@@ -36,7 +36,8 @@ static void bench_call(void *arg)
     bench *b = arg;
     wb_layer *l = b->layer[b->next];
     b->next = (b->next + 1) % b->nlayers;
-    wb_status s = wb_layer_gemm(l, b->m, b->a, b->out, NULL);
+    wb_status s = b->a_scale ? wb_layer_gemm_q(l, b->m, b->a, b->a_scale, b->out, NULL)
+                             : wb_layer_gemm(l, b->m, b->a, b->out, NULL);
     if (s != WB_OK && b->err == WB_OK) {
         b->err = s;
         snprintf(b->err_msg, sizeof b->err_msg, "%s", wb_last_error());
@@ -164,7 +165,7 @@ static int cmp_us(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Host time per wb_layer_gemm call: REPS batches of DISPATCH_CALLS calls, each batch timed on the host
+/* Host time per wb_layer_gemm (or _q) call: REPS batches of DISPATCH_CALLS calls, each batch timed on the host
  * clock with nothing synchronized inside it (the launch queue holds them), then synchronized; the
  * median batch, per call. The kernel is already built (bench_m timed it first). */
 #define DISPATCH_CALLS 100
@@ -242,6 +243,9 @@ static int bench_all(bench *b)
     cli_rng rng = {0xacc0u};
     cli_host_random_acts(&h, &rng);
     rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a, h.buf[F_A], l.bytes[F_A]), "wb_gpu_upload");
+    if (!rc && l.bytes[F_ASCALE] && /* quantized activations: their per-token scales too */
+        !(rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, l.bytes[F_ASCALE], &b->a_scale), "wb_gpu_alloc")))
+        rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a_scale, h.buf[F_ASCALE], l.bytes[F_ASCALE]), "wb_gpu_upload");
     cli_host_free(&h);
     if (!cli_has(a, O_JSON))
         printf("# %s on %s (%s), %d layers of %.1f MB weights\n", b->spec, wb_gpu_name(b->gpu),
@@ -324,11 +328,6 @@ int cmd_bench(int argc, char **argv)
         return cli_fail(CLI_USAGE, "bench: --m, --n and --k are required");
     if (cli_has(&a, O_COMPILE))
         return bench_compile(&a, &b.f);
-    if (cli_acts_quantized(&b.f)) {
-        char tn[8];
-        return cli_fail(CLI_USAGE, "not supported: bench times wb_layer_gemm, which takes no activation scales "
-                        "(a=%s runs through wb_layer_gemm_q: warble run)", wb_type_name(b.f.a, tn));
-    }
     for (int i = 0; i < a.nm; i++) {
         wb_status s = wb_format_check_shape(&b.f, a.m[i], a.n, a.k);
         if (s != WB_OK)
@@ -344,6 +343,8 @@ int cmd_bench(int argc, char **argv)
             wb_gpu_free(b.gpu, b.a);
         if (b.out)
             wb_gpu_free(b.gpu, b.out);
+        if (b.a_scale)
+            wb_gpu_free(b.gpu, b.a_scale);
     }
     wb_gpu_destroy(b.gpu);
     return rc;
