@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lower/codes.h"
+#include "lower/isa.h"
 #include "lower/layout.h"
 
 #include "lower/gemm_lower.h"
@@ -482,6 +483,15 @@ static void lower_acc(lw *L, int value)
 static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
 {
     int k32 = (L->t->features & WB_FEAT_MMA_K16) != 0;
+    /* the annotated PTX says which integer MMA this target gets, and why not another */
+    const char *why = !k32 ? "four mma.sync m8n8k16 s8 per k32 step: sm_75 has no m16n8k32"
+                      : (L->t->features & WB_FEAT_WGMMA) ? "mma.sync m16n8k32 s8, native; wgmma s8 is not built yet"
+                      : !(L->t->features & WB_FEAT_TCGEN05) ? "mma.sync m16n8k32 s8, native (the target's only integer MMA)"
+                      : wb_isa_get(L->t->arch, WB_ISA_TC05_I8) == WB_ISA_NATIVE
+                          ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 is not built yet"
+                          : "mma.sync m16n8k32 s8: the legacy INT8 path, exact, since this target's tcgen05 has no "
+                            "kind::i8 (int8 widened to f16 on tcgen05 kind::f16 is not built yet)";
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, %s", why)));
     for (int step = 0; step < 2; step++) {
         const wb_reg *w = &a[step * 4];
         for (int mt = 0; mt < L->cfg->m_tiles; mt++) {

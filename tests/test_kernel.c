@@ -253,6 +253,18 @@ START_TEST(w8a8_per_architecture)
             free(ptx);
         }
     }
+    /* the annotated PTX names the path: on sm_103a the legacy mma.sync, since its tcgen05 has no kind::i8 */
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        wb_format f = fmt(archs[i] == WB_ARCH_SM75 ? "int8,out=f16" : "int8");
+        wb_config c = full_config(&f, archs[i], 16);
+        char *ptx = NULL;
+        ck_assert_int_eq(wb_kernel_ptx(&f, archs[i], &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+        ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, "));
+        ck_assert_msg(!!strstr(ptx, "tcgen05 has no kind::i8") == (archs[i] == WB_ARCH_SM103A), "%s",
+                      wb_arch_name(archs[i]));
+        ck_assert_ptr_null(strstr(ptx, "\n    tcgen05")); /* no tcgen05 instruction */
+        free(ptx);
+    }
     /* exact s32 sums: K below 2^17 */
     wb_format f8 = fmt("int8");
     wb_config c8 = full_config(&f8, WB_ARCH_SM80, 1);
