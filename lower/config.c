@@ -110,8 +110,6 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
-    if (!c->mma && wb_format_w8a8(f)) /* the integer MMA is built on mma.sync only */
-        c->mma = WB_MMA_SYNC;
     if (!c->mma)
         c->mma = !c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n)) ? WB_MMA_WGMMA : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {

@@ -86,9 +86,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status s = wb_legalize_format(f, t);
     if (s)
         return s;
-    if (wb_format_w8a8(f) && c->mma != WB_MMA_SYNC)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 with w=int8 is built on mma.sync only in this build (got --mma %s; "
-                                           "wgmma and tcgen05 s8 are later work)", wb_mma_name(c->mma));
+    if (wb_format_w8a8(f) && c->load == WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 loads its activations by cp.async in this build (--load tma is "
+                                           "built for 16-bit activations only)");
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))

@@ -14,8 +14,8 @@
  * layout), and the accumulator layout per warp is m16n8's repeated along N, so the epilogue is
  * shared. What the wgmma path adds (descriptors, groups, the rotated loop, TMA) is in lower_wgmma.c.
  *
- * W8A8 (a=s8, w=int8; mma.sync only): the packed code words are the A registers of the integer MMA
- * (m16n8k32 s8, or four m8n8k16 on sm_75) as loaded, the activation rows are 64 bytes per warp slice,
+ * W8A8 (a=s8, w=int8): the packed code words are the A registers of the integer MMA (m16n8k32 s8, four
+ * m8n8k16 on sm_75, or wgmma k32 s8 on sm_90a) as loaded, the activation rows are 64 bytes per warp slice,
  * the sums stay s32 over all of K (the split-K reduction too), and the epilogue converts each once and
  * multiplies it by the channel's f32 scale (chan) and the token's (p_ascale). */
 #include "lower/lower.h"
@@ -485,7 +485,8 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
     int k32 = (L->t->features & WB_FEAT_MMA_K16) != 0;
     /* the annotated PTX says which integer MMA this target gets, and why not another */
     const char *why = !k32 ? "four mma.sync m8n8k16 s8 per k32 step: sm_75 has no m16n8k32"
-                      : (L->t->features & WB_FEAT_WGMMA) ? "mma.sync m16n8k32 s8, native; wgmma s8 is not built yet"
+                      : (L->t->features & WB_FEAT_WGMMA) ? "mma.sync m16n8k32 s8, native (wgmma s8 is "
+                                                           "the default above M = 64)"
                       : !(L->t->features & WB_FEAT_TCGEN05) ? "mma.sync m16n8k32 s8, native (the target's only integer MMA)"
                       : wb_isa_get(L->t->arch, WB_ISA_TC05_I8) == WB_ISA_NATIVE
                           ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 is not built yet"
@@ -547,7 +548,9 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (c && a && b && L->w8a8)
+    if (c && a && b && L->w8a8 && L->wg)
+        wb_wgmma_steps(L, c, a, b);
+    else if (c && a && b && L->w8a8)
         mma_s8_steps(L, c, a, b);
     else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});

@@ -10,8 +10,11 @@ void wb_wgmma_setup(lw *L)
 {
     L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
-    /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle */
-    L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
+    /* descriptor bits 32..45: stride between 8-row groups >> 4; bits 62..63: the swizzle. 16-bit
+     * activations: 128-byte rows, 128B swizzle (1); W8A8's s8 rows are 64 bytes, 64B swizzle (2),
+     * which is slot_a8's chunk ^ ((row >> 1) & 3) */
+    L->desc_hi = L->w8a8 ? mov(L, "b32", WB_RC_B32, wb_hex((2u << 30) | (512 >> 4)))
+                         : mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
 }
 
 /* Thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes); every thread gets
@@ -112,35 +115,52 @@ void wb_wgmma_kloop_end(lw *L)
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
 }
 
-/* wgmma: one B descriptor per k16 step of the slice. Start address >> 4 in bits 0..13 (a step is
- * 32 bytes further along the swizzled row), leading byte offset 1 (unused by a swizzled K-major
- * tile) in bits 16..29. */
+/* The slice's wgmma steps: four k16 (16-bit activations), or two k32 (s8). */
+static int wgmma_steps_per_slice(const lw *L) { return L->w8a8 ? 2 : 4; }
+
+/* wgmma: one B descriptor per step of the slice. Start address >> 4 in bits 0..13 (a step is 32
+ * bytes further along the swizzled row: k16 of 16-bit, k32 of s8), leading byte offset 1 (unused by
+ * a swizzled K-major tile) in bits 16..29. */
 void wb_wgmma_frag_desc(lw *L, int value)
 {
-    wb_reg *d = value_regs(L, value, 4);
+    int steps = wgmma_steps_per_slice(L);
+    wb_reg *d = value_regs(L, value, steps);
     if (!d)
         return;
     wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
     wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
-    for (int step = 0; step < 4; step++) {
+    for (int step = 0; step < steps; step++) {
         d[step] = wb_new_reg(L->f, WB_RC_B64);
         wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
     }
 }
 
-/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, four k16 steps in one commit group. The
- * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here. */
+/* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, the slice's steps in one commit group. The
+ * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here.
+ * W8A8: m64nNk32 s8 with s32 sums; its A registers are the code words as loaded (the per-warp
+ * fragment of wgmma k32 s8 is that of mma.sync m16n8k32), copied first, since the rotated loop loads
+ * the next tile's words into the same registers while this group is in flight. */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
-    const char *shape = wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
-    if (!shape) {
+    int steps = wgmma_steps_per_slice(L);
+    const char *shape = L->w8a8 ? wb_arena_printf(L->f->arena, "m64n%dk32.s32.s8.s8", 8 * L->cfg->m_tiles)
+                                : wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
+    wb_reg *copy = L->w8a8 ? wb_arena_alloc(L->f->arena, 4 * (size_t)steps * sizeof *copy) : NULL;
+    if (!shape || (L->w8a8 && !copy)) {
         L->f->oom = 1;
         return;
     }
+    for (int i = 0; copy && i < 4 * steps; i++)
+        copy[i] = mov(L, "b32", WB_RC_B32, wb_r(a[i]));
+    const wb_reg *x = copy ? copy : a;
+    if (L->w8a8)
+        wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+                wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
+                                                     "words in registers; B: the s8 tile, 64B swizzle)", shape)));
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
-    for (int step = 0; step < 4; step++)
-        wb_emit(L->f, WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4), wb_list(&a[step * 4], 4),
-                wb_r(desc[step]), wb_r(L->ptrue));
+    for (int step = 0; step < steps; step++)
+        wb_emit(L->f, L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4),
+                wb_list(&x[step * 4], 4), wb_r(desc[step]), wb_r(L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
     if (!L->rot)
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));

@@ -168,8 +168,10 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per token only"));
     ck_assert_int_eq(ptx_for("a=s8,w=uint8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=int8 is not supported by this build yet"));
-    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "built on mma.sync only"));
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_90a has no tcgen05"));
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM80, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_80 has no wgmma"));
     ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM75, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "out=bf16 needs sm_80 or newer"));
     ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM120A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
@@ -219,6 +221,45 @@ static int count_of(const char *text, const char *what)
 /* W8A8 on every target: the integer MMA on the code words as loaded (no cvt of weights, no dequant
  * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
  * heuristic picks mma.sync also on sm_90a. */
+/* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (two
+ * per k64 slice, copied out of the registers the rotated loop reloads) and the s8 tile read through
+ * 64B-swizzle descriptors; s32 sums converted once, after K. Forced choices: mma.sync stays legal,
+ * TMA is refused. */
+START_TEST(w8a8_wgmma)
+{
+    wb_format f = fmt("int8");
+    static const int64_t ms[] = {100, 300, 1000, 16384};
+    for (size_t j = 0; j < 4; j++) {
+        wb_config c = {0};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
+        ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
+        ck_assert_int_eq(c.load, WB_LOAD_CP_ASYNC);
+        char *ptx = NULL, shape[64];
+        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+        snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {", 8 * c.m_tiles);
+        ck_assert_int_eq(count_of(ptx, shape), 2);
+        ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 2);
+        ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, wgmma m64n"));
+        ck_assert_ptr_null(strstr(ptx, "ldmatrix")); /* wgmma reads the activations itself */
+        ck_assert_ptr_null(strstr(ptx, "mma.sync"));
+        ck_assert_ptr_null(strstr(ptx, "fma.rn"));
+        ck_assert_ptr_nonnull(strstr(ptx, "0x80000020")); /* descriptor high word: 64B swizzle, 512-byte stride */
+        ck_assert_int_eq(count_of(ptx, "cvt.rn.f32.s32"), c.m_tiles * 4);
+        free(ptx);
+    }
+    wb_config c = {.mma = WB_MMA_SYNC};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096, &c), WB_OK);
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
+    free(ptx);
+    wb_config t = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096, &t), WB_OK);
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &t, 0, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "--load tma is built for 16-bit activations only"));
+}
+END_TEST
+
 START_TEST(w8a8_per_architecture)
 {
     static const wb_arch archs[] = {WB_ARCH_SM75, WB_ARCH_SM80, WB_ARCH_SM86, WB_ARCH_SM89, WB_ARCH_SM90A,
@@ -229,6 +270,10 @@ START_TEST(w8a8_per_architecture)
         for (size_t j = 0; j < 3; j++) {
             wb_config c = {0};
             ck_assert_int_eq(wb_config_choose(&f, archs[i], ms[j], 4096, 4096, &c), WB_OK);
+            if (archs[i] == WB_ARCH_SM90A && ms[j] > 64) { /* wgmma_s8 below */
+                ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
+                continue;
+            }
             ck_assert_int_eq(c.mma, WB_MMA_SYNC);
             char *ptx = NULL;
             ck_assert_msg(wb_kernel_ptx(&f, archs[i], &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
@@ -507,6 +552,7 @@ int main(void)
     tcase_add_test(t, legalizer_refuses_with_reasons);
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, w8a8_per_architecture);
+    tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
     tcase_add_test(t, instruction_table);

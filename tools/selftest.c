@@ -184,17 +184,24 @@ static int plan_big(plan *p, int quick)
     return rc;
 }
 
-/* Part (e): W8A8 (a=s8, w=int8) on the integer mma.sync: the preset (bf16 output) and an f16-output
- * variant with a bias (the one sm_75 runs), at M = 1, 7, 16, 100, 300 (one M, rotating, when quick). */
+/* Part (e): W8A8 (a=s8, w=int8): the preset (bf16 output) and an f16-output variant with a bias (the
+ * one sm_75 runs), at M = 1, 7, 16 (integer mma.sync) and 100, 300 (wgmma on sm_90a), every element
+ * compared; then the wgmma kernels of large M (256-token tiles) on bigger shapes, sampled. One M,
+ * rotating, when quick. */
 static int plan_w8a8(plan *p, int quick)
 {
     static const char *const specs[] = {"int8", "int8,out=f16,bias=1"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
+    static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++) {
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
             if (!quick || i == s + 1)
                 rc = plan_add(p, specs[s], ms[i], 256, 1024, 1);
+        for (size_t i = 0; i < sizeof big / sizeof big[0] && !rc; i++)
+            if (!quick || i == s)
+                rc = plan_add(p, specs[s], big[i][0], big[i][1], big[i][2], 0);
+    }
     return rc;
 }
 
