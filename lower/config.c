@@ -195,8 +195,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
                                        "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
                        (long long)n, (long long)k);
-    /* W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17 */
-    if (wb_format_w8a8(f) && k >= (1ll << 17))
+    /* s8 W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17
+     * (fp8 W8A8 sums are f32: no such limit) */
+    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && k >= (1ll << 17))
         return wb_fail(WB_ERR_INVALID, "a=s8 with w=int8 needs K below 131072 (its s32 sums could overflow; got "
                                        "K=%lld)", (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))
