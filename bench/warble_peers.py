@@ -133,11 +133,16 @@ def bench_warble(lib, gpu, spec, n, k, ms):
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
-    s8 = keys["a"] == "s8"  # W8A8: s8 codes and one f32 scale per token, through wb_layer_gemm_q
+    # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
+    fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}.get(keys["a"])
+    s8 = keys["a"] == "s8" or fp8 is not None
     dt = torch.float16 if keys["a"] == "f16" else torch.bfloat16
     ot = torch.float16 if keys["out"] == "f16" else torch.bfloat16
     for m in ms:
-        if s8:
+        if fp8 is not None:
+            a = torch.randn(m, k, device="cuda").to(fp8)
+            a_scale = torch.rand(m, dtype=torch.float32, device="cuda") / 64
+        elif s8:
             a = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
             a_scale = torch.rand(m, dtype=torch.float32, device="cuda") / 64
         else:
@@ -175,8 +180,10 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--copy-ceiling", action="store_true")
-    ap.add_argument("--peer", default="f16", choices=["f16", "int8"],
-                    help="the torch baseline: torch.matmul f16, or torch._int_mm (for W8A8 specs)")
+    ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
+                    help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
+                         "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
+                         "bf16 output (for fp8 W8A8 specs)")
     args = ap.parse_args()
     tp.OUT_FILE = args.out
     torch.cuda.init()
@@ -194,6 +201,9 @@ def main():
         if not args.no_torch:
             if args.peer == "int8":
                 tp.safe(tp.bench_int8, n, k, ms)
+            elif args.peer == "fp8":
+                # row-major N x K e4m3 weights passed as w.t() (column-major, as _scaled_mm wants)
+                tp.safe(tp.bench_fp8, n, k, ms)
             else:
                 tp.safe(tp.bench_w16, torch.float16, n, k, ms)
 

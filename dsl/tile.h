@@ -17,11 +17,26 @@ typedef enum wb_top {
 /* k of one warp's slice: every fragment covers 16 channels x 64 k (lower/layout.h: WB_KW). */
 #define WB_SLICE_K 64
 
-/* W8A8: s8 activation codes times int8 weight codes, an integer MMA (s32 accumulate). The packed
- * weight words are the MMA's A registers as they are (no dequant); the scales are applied after K. */
+/* An fp8 code the tensor cores multiply: e4m3 or e5m2. */
+static inline int wb_type_fp8(wb_type t)
+{
+    return t.kind == WB_KIND_FLOAT && t.bits == 8 && ((t.ebits == 4 && t.mbits == 3) || (t.ebits == 5 && t.mbits == 2));
+}
+
+/* W8A8: 8-bit activation codes times 8-bit weight codes on the MMA itself: s8 x int8 (the integer
+ * MMA, s32 sums) or e4m3/e5m2 x e4m3/e5m2 (the fp8 MMA, f32 sums). The packed weight words are the
+ * MMA's A registers as they are (no dequant; the m16n8k32 fragment is the same for any 8-bit code);
+ * the scales are applied after K. */
 static inline int wb_format_w8a8(const wb_format *f)
 {
-    return f->a.kind == WB_KIND_INT && f->a.bits == 8 && f->w.kind == WB_KIND_INT && f->w.bits == 8;
+    int ints = f->a.kind == WB_KIND_INT && f->a.bits == 8 && f->w.kind == WB_KIND_INT && f->w.bits == 8;
+    return ints || (wb_type_fp8(f->a) && wb_type_fp8(f->w));
+}
+
+/* W8A8 on fp8 codes (the fp8 MMA, f32 sums), as opposed to s8 x int8. */
+static inline int wb_format_w8a8_fp8(const wb_format *f)
+{
+    return wb_format_w8a8(f) && f->a.kind == WB_KIND_FLOAT;
 }
 
 /* The operands a tile can hold. */

@@ -1,6 +1,7 @@
 /* Kernel configs: the shape heuristic, the shape rules, printing and launch geometry. */
 #include <stdio.h>
 
+#include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 
@@ -50,8 +51,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     if (!c->warps_k)
         c->warps_k = 1;
     int64_t sms = t->sm_count_hint;
-    int mt_cap = 1; /* no wider wgmma than M needs (wgmma forced at small M) */
-    while (8 * mt_cap < m && mt_cap < 32)
+    /* no wider wgmma than M needs (wgmma forced at small M); fp8 holds its sums and a slice's product
+     * (two f32 tiles): at most 128 tokens */
+    int mt_cap = 1, mt_max = wb_format_w8a8_fp8(f) ? 16 : 32;
+    while (8 * mt_cap < m && mt_cap < mt_max)
         mt_cap *= 2;
     wb_config big = *c, best = *c;
     big.m_tiles = c->m_tiles ? c->m_tiles : mt_cap;
@@ -110,8 +113,12 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
+    /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
+    int fp8_wgmma = wb_format_w8a8_fp8(f) && wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE &&
+                    wb_isa_get(arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE;
     if (!c->mma)
-        c->mma = !c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n)) ? WB_MMA_WGMMA : WB_MMA_SYNC;
+        c->mma = fp8_wgmma || (!c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n))) ? WB_MMA_WGMMA
+                                                                                              : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
         choose_wgmma(t, f, m, n, c);
         return WB_OK;
@@ -193,8 +200,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
                                        "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
                        (long long)n, (long long)k);
-    /* W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17 */
-    if (wb_format_w8a8(f) && k >= (1ll << 17))
+    /* s8 W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17
+     * (fp8 W8A8 sums are f32: no such limit) */
+    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && k >= (1ll << 17))
         return wb_fail(WB_ERR_INVALID, "a=s8 with w=int8 needs K below 131072 (its s32 sums could overflow; got "
                                        "K=%lld)", (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))

@@ -38,10 +38,13 @@ typedef struct lw {
     plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
     wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
-    int w8a8;                          /* s8 x int8 codes on the integer MMA, s32 sums (wb_format_w8a8) */
+    int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
+    int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
+    wb_reg pfalse, *part, *vals_acc;   /* wgmma fp8: scale-d of a slice's first step, the slice's f32
+                                          product, the f32 sums it is added to */
     int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */

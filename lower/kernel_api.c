@@ -17,6 +17,19 @@ static const char *const params[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_s
 static const char *const params_w8a8[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
                                           "u32 p_m", "u32 p_n", "u32 p_k", "u64 p_ascale"};
 
+/* The kernel's .version: the target's, raised where an instruction needs more. fp8 mma.sync m16n8k32
+ * with f32 sums needs PTX 8.4 (shared/ptx/MATRIX.md section 1); sm_89 is otherwise emitted as 7.8, and
+ * only its fp8 kernels move up, so no other kernel's PTX (or ledger hash) changes. */
+static const char *ptx_version(const wb_format *f, const wb_target *t)
+{
+    static const char fp8_mma[] = "8.4";
+    /* every version here is "D.D", so the strings compare as the numbers do (and strtod would follow
+     * the caller's locale) */
+    if (wb_format_w8a8_fp8(f) && strcmp(t->ptx_version, fp8_mma) < 0)
+        return fp8_mma;
+    return t->ptx_version;
+}
+
 wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, int flags, char **ptx_out)
 {
     const wb_target *t = wb_target_get(arch);
@@ -48,7 +61,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         int nparams = (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
         if (wb_format_w8a8(f))
             nparams = (int)WB_COUNT(params_w8a8);
-        wb_ptx_header h = {t->ptx_version, t->ptx_target, wb_kernel_entry(), wb_format_w8a8(f) ? params_w8a8 : params,
+        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), wb_format_w8a8(f) ? params_w8a8 : params,
                            nparams,
                            cfg->mma == WB_MMA_WGMMA ? 1024 : 128, lay.threads, title};
         if (annotate) {

@@ -25,28 +25,74 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
         snprintf(why, sizeof why, "; %s has no tensor instruction for it (it would be widened to f16)", t->name);
     if (emulated >= 0)
         snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
-    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations, and "
-                                       "s8 with w=int8, only)%s",
+    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations, s8 "
+                                       "with w=int8, and e4m3/e5m2 with w=e4m3/e5m2, only)%s",
                    wb_type_name(f->a, tn), why);
 }
 
-/* W8A8 (a=s8, w=int8): one f32 scale per token and one per output channel, no groups, no zero point;
- * both scales are applied after K to the exact s32 sums. */
+/* The targets where `family` is native, as "sm_89 and sm_120a", from the ISA table. */
+static const char *native_targets(int family, char *buf, size_t size)
+{
+    int n = 0, total = 0;
+    for (int a = 0; a < WB_ARCH_COUNT; a++)
+        total += wb_isa_get((wb_arch)a, family) == WB_ISA_NATIVE;
+    buf[0] = 0;
+    for (int a = 0; a < WB_ARCH_COUNT; a++)
+        if (wb_isa_get((wb_arch)a, family) == WB_ISA_NATIVE) {
+            n++;
+            snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", n == 1 ? "" : n == total ? " and " : ", ",
+                     wb_arch_name((wb_arch)a));
+        }
+    return buf;
+}
+
+/* fp8 W8A8 runs on mma.sync m16n8k32 e4m3/e5m2 where that is native (one QMMA), and on wgmma where that
+ * is (sm_90a, whose mma.sync fp8 wb_legalize refuses). Elsewhere ptxas either rejects the mma.sync or
+ * expands it into f16 MMAs and conversions (sm_100a, sm_103a), which warble does not emit: the refusal
+ * names the target's native fp8 instruction, not built yet, instead. */
+static wb_status legalize_fp8_target(const wb_format *f, const wb_target *t)
+{
+    static const int fp8[] = {WB_ISA_TC05_F8F6F4, WB_ISA_WGMMA_FP8, -1};
+    char an[8], wn[8], where[64];
+    if (wb_isa_get(t->arch, WB_ISA_MMA_FP8) == WB_ISA_NATIVE || wb_isa_get(t->arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE)
+        return WB_OK;
+    wb_type_name(f->a, an);
+    wb_type_name(f->w, wn);
+    int native = wb_isa_pick(t->arch, fp8, NULL);
+    if (native >= 0)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is not supported on %s by this build: %s (its native fp8 "
+                                           "MMA) is not built yet, and %s is only emulated there (mma.sync fp8 runs "
+                                           "on %s)", an, wn, t->name, wb_isa_name(native),
+                       wb_isa_name(WB_ISA_MMA_FP8), native_targets(WB_ISA_MMA_FP8, where, sizeof where));
+    return wb_fail(WB_ERR_UNSUPPORTED, "%s has no fp8 MMA: a=%s with w=%s needs %s, native on %s", t->name, an, wn,
+                   wb_isa_name(WB_ISA_MMA_FP8), native_targets(WB_ISA_MMA_FP8, where, sizeof where));
+}
+
+/* W8A8 (a=s8 with w=int8, or e4m3/e5m2 with e4m3/e5m2): one f32 scale per token and one per output
+ * channel, no groups, no zero point; both scales are applied after K to the sums (exact s32, or f32
+ * from the fp8 MMA). */
 static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
 {
-    char tn[8];
+    char an[8], wn[8], tn[8];
+    wb_type_name(f->a, an);
+    wb_type_name(f->w, wn);
+    if (f->a.kind == WB_KIND_INT)
+        snprintf(an, sizeof an, "s8"); /* activation integers are spelled s8 in specs */
+    wb_status s = wb_format_w8a8_fp8(f) ? legalize_fp8_target(f, t) : WB_OK;
+    if (s)
+        return s;
     if (f->ag || f->ags || f->as.kind != WB_KIND_F32)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 is supported with one f32 scale per token only (as=f32, ag=0, "
-                                           "ags=0) in this build");
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is supported with one f32 scale per token only (as=f32, ag=0, "
+                                           "ags=0) in this build", an);
     if (f->ws.kind != WB_KIND_F32 || f->g || f->gn != 1 || f->wgs || f->zp != WB_ZP_NONE)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 with w=int8 is supported with one f32 scale per output channel "
-                                           "only (ws=f32, g=0, gn=1, wgs=0, zp=none) in this build");
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is supported with one f32 scale per output channel "
+                                           "only (ws=f32, g=0, gn=1, wgs=0, zp=none) in this build", an, wn);
     if (f->acc.kind != WB_KIND_F32 || !is16(f->out))
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 needs acc=f32 and out=f16 or bf16 (got out=%s)",
-                       wb_type_name(f->out, tn));
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s needs acc=f32 and out=f16 or bf16 (got acc=%s, out=%s)", an,
+                       wb_type_name(f->acc, wn), wb_type_name(f->out, tn));
     if (f->out.kind == WB_KIND_BF16 && !(t->features & WB_FEAT_BF16))
-        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 conversions: out=bf16 needs sm_80 or newer (a=s8 with "
-                                           "out=f16 runs on %s)", t->name, t->name);
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 conversions: out=bf16 needs sm_80 or newer (a=%s with "
+                                           "out=f16 runs on %s)", t->name, an, t->name);
     return WB_OK;
 }
 
@@ -86,8 +132,15 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status s = wb_legalize_format(f, t);
     if (s)
         return s;
+    if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_SYNC && wb_isa_get(t->arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE)
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
+                                           "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
+                       t->name);
+    if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > 16)
+        return wb_fail(WB_ERR_UNSUPPORTED, "fp8 on wgmma needs m_tiles 16 or fewer (its registers hold the f32 sums "
+                                           "and each k64 slice's product; got %d)", c->m_tiles);
     if (wb_format_w8a8(f) && c->load == WB_LOAD_TMA)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=s8 loads its activations by cp.async in this build (--load tma is "
+        return wb_fail(WB_ERR_UNSUPPORTED, "8-bit activations are loaded by cp.async in this build (--load tma is "
                                            "built for 16-bit activations only)");
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);

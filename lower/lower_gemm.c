@@ -17,7 +17,9 @@
  * W8A8 (a=s8, w=int8): the packed code words are the A registers of the integer MMA (m16n8k32 s8, four
  * m8n8k16 on sm_75, or wgmma k32 s8 on sm_90a) as loaded, the activation rows are 64 bytes per warp slice,
  * the sums stay s32 over all of K (the split-K reduction too), and the epilogue converts each once and
- * multiplies it by the channel's f32 scale (chan) and the token's (p_ascale). */
+ * multiplies it by the channel's f32 scale (chan) and the token's (p_ascale). fp8 W8A8 (e4m3/e5m2 x
+ * e4m3/e5m2, L->a8_float) is the same kernel with the fp8 m16n8k32 (same fragments for any 8-bit
+ * code) and f32 sums: zeroed as f32, reduced across warps with f32 adds, no cvt in the epilogue. */
 #include "lower/lower.h"
 
 #include <stdio.h>
@@ -468,13 +470,16 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
                          L->vals[o->args[1]], out);
 }
 
+/* The sums are s32 (the integer MMA of s8 W8A8); every other kernel's are f32. */
+static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float; }
+
 static void lower_acc(lw *L, int value)
 {
     wb_reg *c = value_regs(L, value, L->cfg->m_tiles * 4);
     if (!c)
         return;
     for (int i = 0; i < L->cfg->m_tiles * 4; i++)
-        c[i] = L->w8a8 ? mov(L, "s32", WB_RC_B32, wb_imm(0)) : mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+        c[i] = s32_sums(L) ? mov(L, "s32", WB_RC_B32, wb_imm(0)) : mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
 }
 
 /* W8A8: c (s32) += a x b over the slice's two k32 steps: a = the lane's 8 code words (step * 4 + reg),
@@ -514,6 +519,30 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
     }
 }
 
+/* fp8 W8A8: c (f32) += a x b over the slice's two k32 steps, with the registers of mma_s8_steps (the
+ * m16n8k32 fragments place 8-bit codes alike whatever their type). A is the weights, so the instruction
+ * names the weight type first: .f32.<w>.<a>.f32. The legalizer admits only targets where it is native. */
+static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
+{
+    char wt[8], at[8];
+    const char *types = wb_arena_printf(L->f->arena, "%s.%s", wb_type_name(L->fmt->w, wt), wb_type_name(L->fmt->a, at));
+    if (!types) {
+        L->f->oom = 1;
+        return;
+    }
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, mma.sync m16n8k32 %s, native on %s "
+                                                 "(one QMMA; never emitted where ptxas only emulates it)",
+                                    wt, at, types, L->t->name)));
+    for (int step = 0; step < 2; step++)
+        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+            wb_reg *d = &c[mt * 4];
+            const wb_reg *w = &a[step * 4], *x = &b[mt * 4 + step * 2];
+            wb_emit(L->f, WB_OP_MMA_FP8, types, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(w[0]),
+                    wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]),
+                    wb_r(d[3]));
+        }
+}
 
 /* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
 static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
@@ -550,6 +579,8 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
+    else if (c && a && b && L->w8a8 && L->a8_float)
+        mma_fp8_steps(L, c, a, b);
     else if (c && a && b && L->w8a8)
         mma_s8_steps(L, c, a, b);
     else if (c && a && b)
@@ -576,13 +607,13 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 
 /* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */
 
-/* W8A8: the exact s32 sum to f32, times the channel's scale, times the token's (read from p_ascale;
- * the caller has checked tok < M). */
-static wb_reg scale_s32(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
+/* W8A8: the sum (the exact s32 one taken to f32, or the fp8 MMA's f32 one), times the channel's scale,
+ * times the token's (read from p_ascale; the caller has checked tok < M). */
+static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
 {
     wb_reg as = wb_new_reg(L->f, WB_RC_F32);
     wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
-    wb_reg v = cvt(L, "rn.f32.s32", WB_RC_F32, sum);
+    wb_reg v = s32_sums(L) ? cvt(L, "rn.f32.s32", WB_RC_F32, sum) : sum;
     v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
     return op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
 }
@@ -608,8 +639,8 @@ static void lower_epilogue(lw *L, int acc)
         wb_reg red_slot = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(addi(L, L->wk, -1)), wb_imm(wnn), wb_r(L->wn));
         wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(red_slot), wb_imm(nacc * 128), wb_r(L->smem));
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(base));
-        for (int i = 0; i < nacc; i++) /* W8A8 sums stay s32: exact past 2^24 */
-            wb_emit(L->f, WB_OP_ST_SHARED, L->w8a8 ? "s32" : "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
+        for (int i = 0; i < nacc; i++) /* s8 W8A8 sums stay s32: exact past 2^24 */
+            wb_emit(L->f, WB_OP_ST_SHARED, s32_sums(L) ? "s32" : "f32", 2, wb_r(addi(L, base, i * 128)), wb_r(c[i]));
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p0), wb_text(done));
@@ -619,7 +650,7 @@ static void lower_epilogue(lw *L, int acc)
             b2 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4), wb_r(b2));
             b2 = addi(L, b2, (int64_t)(j - 1) * wnn * nacc * 128);
             for (int i = 0; i < nacc; i++) {
-                if (L->w8a8) {
+                if (s32_sums(L)) {
                     wb_reg v = wb_new_reg(L->f, WB_RC_B32);
                     wb_emit(L->f, WB_OP_LD_SHARED, "s32", 2, wb_r(v), wb_r(addi(L, b2, i * 128)));
                     wb_emit(L->f, WB_OP_ADD, "s32", 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
@@ -657,7 +688,7 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
             wb_reg v = c[mt * 4 + i];
             if (L->w8a8)
-                v = scale_s32(L, v, wscale[i >> 1], tok);
+                v = scale_sum(L, v, wscale[i >> 1], tok);
             if (L->fmt->bias)
                 v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(bias[i >> 1]));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, v);
@@ -679,6 +710,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.cfg = &k->cfg;
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
+    L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;

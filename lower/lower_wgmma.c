@@ -10,6 +10,10 @@ void wb_wgmma_setup(lw *L)
 {
     L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
+    if (L->a8_float) {
+        L->pfalse = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->pfalse), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
+    }
     /* descriptor bits 32..45: stride between 8-row groups >> 4; bits 62..63: the swizzle. 16-bit
      * activations: 128-byte rows, 128B swizzle (1); W8A8's s8 rows are 64 bytes, 64B swizzle (2),
      * which is slot_a8's chunk ^ ((row >> 1) & 3) */
@@ -98,6 +102,13 @@ static void land_next(lw *L, int pending, int dist)
         wb_gemm_load_w_words(L, L->wpre, 0);
 }
 
+/* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
+static void promote(lw *L)
+{
+    for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
+        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
+}
+
 /* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
  * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
  * waited for it before the barrier), load the next tile's code words, and only then wait for the
@@ -109,6 +120,7 @@ void wb_wgmma_kloop_end(lw *L)
 {
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    promote(L);
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
@@ -135,16 +147,31 @@ void wb_wgmma_frag_desc(lw *L, int value)
     }
 }
 
+/* The wgmma shape and types: A is the weights, B the activations. */
+static const char *wgmma_shape(lw *L)
+{
+    int n = 8 * L->cfg->m_tiles;
+    char an[8], wn[8];
+    if (L->a8_float)
+        return wb_arena_printf(L->f->arena, "m64n%dk32.f32.%s.%s", n, wb_type_name(L->fmt->w, wn),
+                               wb_type_name(L->fmt->a, an));
+    if (L->w8a8)
+        return wb_arena_printf(L->f->arena, "m64n%dk32.s32.s8.s8", n);
+    return wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", n, L->T, L->T);
+}
+
 /* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, the slice's steps in one commit group. The
  * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here.
- * W8A8: m64nNk32 s8 with s32 sums; its A registers are the code words as loaded (the per-warp
- * fragment of wgmma k32 s8 is that of mma.sync m16n8k32), copied first, since the rotated loop loads
- * the next tile's words into the same registers while this group is in flight. */
+ * W8A8: m64nNk32 with s8 or fp8 codes; its A registers are the code words as loaded (the per-warp
+ * fragment of wgmma k32 for 8-bit types is that of mma.sync m16n8k32), copied first, since the rotated
+ * loop loads the next tile's words into the same registers while this group is in flight. fp8 sums
+ * in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's
+ * product (k64, two steps) starts from zero (scale-d false) in its own registers and is added to the
+ * f32 sums once complete (promote). */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
-    int steps = wgmma_steps_per_slice(L);
-    const char *shape = L->w8a8 ? wb_arena_printf(L->f->arena, "m64n%dk32.s32.s8.s8", 8 * L->cfg->m_tiles)
-                                : wb_arena_printf(L->f->arena, "m64n%dk16.f32.%s.%s", 8 * L->cfg->m_tiles, L->T, L->T);
+    int steps = wgmma_steps_per_slice(L), nacc = L->cfg->m_tiles * 4;
+    const char *shape = wgmma_shape(L);
     wb_reg *copy = L->w8a8 ? wb_arena_alloc(L->f->arena, 4 * (size_t)steps * sizeof *copy) : NULL;
     if (!shape || (L->w8a8 && !copy)) {
         L->f->oom = 1;
@@ -153,15 +180,35 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     for (int i = 0; copy && i < 4 * steps; i++)
         copy[i] = mov(L, "b32", WB_RC_B32, wb_r(a[i]));
     const wb_reg *x = copy ? copy : a;
-    if (L->w8a8)
+    if (L->a8_float && !L->part) {
+        L->vals_acc = c;
+        L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
+        for (int i = 0; L->part && i < nacc; i++)
+            L->part[i] = wb_new_reg(L->f, WB_RC_F32);
+        if (!L->part) {
+            L->f->oom = 1;
+            return;
+        }
+    }
+    char an[8], wn[8];
+    if (L->a8_float)
+        wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+                wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: the code "
+                                                     "words in registers; B: the fp8 tile, 64B swizzle; each k64 "
+                                                     "slice summed apart, then added in f32)",
+                                        wb_type_name(L->fmt->w, wn), wb_type_name(L->fmt->a, an), shape)));
+    else if (L->w8a8)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the s8 tile, 64B swizzle)", shape)));
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
+    wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)
-        wb_emit(L->f, L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA, shape, 4, wb_list(c, L->cfg->m_tiles * 4),
-                wb_list(&x[step * 4], 4), wb_r(desc[step]), wb_r(L->ptrue));
+        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&x[step * 4], 4),
+                wb_r(desc[step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    if (!L->rot)
+    if (!L->rot) {
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+        promote(L);
+    }
 }

@@ -110,15 +110,21 @@ static int64_t w8a8_word(int64_t k, int64_t row, int64_t col, int *byte)
     return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * 8 + word;
 }
 
-/* W8A8 codes are the s8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA. */
-static void pack_codes_w8a8(int64_t n, int64_t k, const uint8_t *codes, uint32_t *pw)
+/* W8A8 codes are the s8 or fp8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA.
+ * An fp8 code without a finite value (e4m3 NaN, e5m2 infinities and NaN) is refused, as for W8A16. */
+static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const uint8_t *codes, uint32_t *pw)
 {
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int byte;
+            uint8_t code = codes[row * k + col];
+            if (f->w.kind == WB_KIND_FLOAT && !finite_code(f->w, code))
+                return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
+                               code, (long long)row, (long long)col);
             int64_t wi = w8a8_word(k, row, col, &byte);
-            pw[wi] |= (uint32_t)codes[row * k + col] << (8 * byte);
+            pw[wi] |= (uint32_t)code << (8 * byte);
         }
+    return WB_OK;
 }
 
 /* W8A8's chan array: the f32 scale of each channel, then (bias=1) the f32 bias of each. */
@@ -144,8 +150,9 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
         wb_packed_free(out);
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
-    pack_codes_w8a8(n, k, w->w, out->w);
-    wb_status s = pack_chan_w8a8(f, n, w, out->chan);
+    wb_status s = pack_codes_w8a8(f, n, k, w->w, out->w);
+    if (!s)
+        s = pack_chan_w8a8(f, n, w, out->chan);
     if (s)
         wb_packed_free(out);
     return s;

@@ -57,8 +57,18 @@ grep -q '^mma.sync m16n8k32 e4m3/e5m2  *-  *-  *-  *yes  *emul  *emul  *emul  *y
     fail "targets: the fp8 mma.sync row is not native on sm_89/sm_120a and emulated on sm_90a..sm_103a"
 grep -q '^tcgen05.mma kind::i8 .* yes  *-  *-$' "$tmp/out" || fail "targets: kind::i8 must be sm_100a only"
 expect 2 "targets with an argument" "unexpected argument" -- $W targets sm_90a
-expect 2 "fp8 on sm_90a names its native instruction" "wgmma e4m3/e5m2 (mma.sync m16n8k32 e4m3/e5m2 is only emulated there)" \
-    -- $W ptx fp8 --arch sm_90a
+expect 2 "fp8 mma.sync on sm_90a is refused as emulated" "mma.sync m16n8k32 e4m3/e5m2 is only emulated on sm_90a" \
+    -- $W ptx fp8 --arch sm_90a --mma mma.sync
+if expect 0 "fp8 (W8A8) builds on sm_90a, on wgmma at every M" "" -- $W ptx fp8 --arch sm_90a --m 1 --n 256 --k 256; then
+    grep -q 'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3' "$tmp/out" || fail "fp8 on sm_90a: no fp8 wgmma"
+fi
+expect 2 "fp8 on sm_100a names its native instruction" "tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet" \
+    -- $W ptx fp8 --arch sm_100a
+expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --arch sm_80
+if expect 0 "fp8 (W8A8) builds on sm_89, on mma.sync" "" -- $W ptx fp8 --arch sm_89 --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32' "$tmp/out" || fail "fp8 on sm_89: no fp8 mma"
+fi
+expect 2 "fp8-block is refused" "one f32 scale per token only" -- $W ptx fp8-block --arch sm_89
 if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32' "$tmp/out" || fail "int8 on sm_90a: no m16n8k32 s8 mma"
 fi
@@ -192,7 +202,25 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
     grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"
 fi
 expect 0 "selftest --list --quick" "" -- $W selftest --list --quick
-expect 2 "selftest bad option" "unknown option" -- $W selftest --arch sm_90a
+expect 2 "selftest --arch without --list" "--arch goes with --list" -- $W selftest --arch sm_90a
+expect 2 "selftest bad option" "unknown option" -- $W selftest --n 16
+# fp8 W8A8 cases are in the plan of exactly the targets that build them (sm_89, sm_120a; sm_90a once
+# wgmma fp8 exists), and not in the plan common to every target
+fp8_cases() { grep -cE '^(fp8|a=e[45]m[23],w=e[45]m[23],)' "$1"; }
+$W selftest --list >"$tmp/plan_any" 2>&1 || fail "selftest --list"
+[ "$(fp8_cases "$tmp/plan_any")" -eq 0 ] || fail "selftest --list (no --arch) has fp8 W8A8 cases"
+for arch in sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a; do
+    $W selftest --list --arch $arch >"$tmp/plan_a" 2>&1 || fail "selftest --list --arch $arch"
+    n=$(fp8_cases "$tmp/plan_a")
+    if $W ptx fp8 --arch $arch --m 16 --n 256 --k 1024 >/dev/null 2>&1; then
+        [ "$n" -gt 0 ] || fail "selftest --list --arch $arch: fp8 builds there but has no case"
+    else
+        [ "$n" -eq 0 ] || fail "selftest --list --arch $arch: $n fp8 cases, but fp8 is refused there"
+    fi
+done
+$W selftest --list --arch sm_89 >"$tmp/plan_89" 2>&1 || fail "selftest --list --arch sm_89"
+grep -q '^fp8	300	256	1024$' "$tmp/plan_89" || fail "selftest --list --arch sm_89 has no fp8 case"
+grep -q '^a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1	' "$tmp/plan_89" || fail "sm_89 plan: no e5m2 x e4m3 case"
 expect 2 "bench missing shape" "required" -- $W bench w4a16 --m 1
 expect 2 "bench bad spec" "" -- $W bench nosuchformat --m 1 --n 4096 --k 4096
 
@@ -203,6 +231,23 @@ if expect 0 "quant int8" "" -- $W quant int8 $q; then
     # amax 1 -> scale 1/127; codes round to nearest even: 127, -64 (-63.5), 0, 32 (31.75)
     [ "$(od -An -tx1 "$tmp/qa" | tr -d ' ')" = "7fc00020" ] || fail "quant int8 codes: $(od -An -tx1 "$tmp/qa")"
     [ "$(od -An -tx1 "$tmp/qs" | tr -d ' ')" = "0402013c" ] || fail "quant int8 scale: $(od -An -tx1 "$tmp/qs")"
+fi
+if expect 0 "quant fp8" "" -- $W quant fp8 $q; then
+    # amax 1 -> scale 1/448 (f32); e4m3 codes of 448, -224, 0, 112
+    [ "$(od -An -tx1 "$tmp/qa" | tr -d ' ')" = "7ef6006e" ] || fail "quant fp8 codes: $(od -An -tx1 "$tmp/qa")"
+    [ "$(od -An -tx1 "$tmp/qs" | tr -d ' ')" = "2549123b" ] || fail "quant fp8 scale: $(od -An -tx1 "$tmp/qs")"
+fi
+# run fp8: the quantized activations and their scale per token; every file checked before the GPU
+zeros 64 "$tmp/fa" && zeros 4 "$tmp/fas" && zeros $((16 * 64)) "$tmp/fw" && zeros 64 "$tmp/fws"
+printf '\x7f' >"$tmp/fw_nan" && head -c $((16 * 64 - 1)) /dev/zero >>"$tmp/fw_nan"
+F="$W run fp8 --m 1 --n 16 --k 64 --a $tmp/fa --w-scale $tmp/fws --out $tmp/o"
+expect 2 "run fp8 needs --a-scale" "missing --a-scale" -- $F --w "$tmp/fw"
+$F --w "$tmp/fw" --a-scale "$tmp/fas" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q '^warble: ' "$tmp/err"; }; then
+    passed=$((passed + 1))
+else
+    fail "run fp8 with valid input: exit $rc ($(cat "$tmp/err"))"
 fi
 expect 2 "quant f16 acts" "not quantized" -- $W quant w4a16 $q
 expect 2 "quant x size" "expected 32 bytes" -- $W quant int8 --m 2 --k 4 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"

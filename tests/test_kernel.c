@@ -155,8 +155,9 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "acc=f16 is not supported by this build"));
     ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
-    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, and s8 with w=int8, only"));
+    ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, s8 with w=int8, and e4m3/e5m2 with "
+                                                  "w=e4m3/e5m2, only"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
     ck_assert_int_eq(ptx_for("w4a8-int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
@@ -321,6 +322,149 @@ START_TEST(w8a8_per_architecture)
     ck_assert_int_eq(ptx_for("w8a16", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_OK);
     ck_assert_ptr_null(strstr(ptx, "p_ascale"));
     free(ptx);
+}
+END_TEST
+
+/* fp8 W8A8 (every pair of e4m3/e5m2, f16 and bf16 output, a bias): built on sm_89 and sm_120a, where
+ * mma.sync m16n8k32 e4m3/e5m2 is one QMMA, with the weight type first (A is the weights), f32 sums
+ * (no cvt from s32; split K reduced in f32) and PTX 8.4 or newer; refused where ptxas only emulates it
+ * (sm_90a, sm_100a, sm_103a: the message names the native instruction) or has none (sm_75..sm_86). */
+/* fp8 W8A8 on sm_90a: wgmma m64nNk32 with the weight type first, at every M (its mma.sync fp8 is only
+ * emulated: refused even when forced), each k64 slice's product summed from zero (scale-d false on
+ * its first step) and added to the f32 sums after the group completes; at most 128 tokens a tile. */
+START_TEST(fp8_wgmma)
+{
+    static const char *const pairs[][2] = {{"e4m3", "e4m3"}, {"e4m3", "e5m2"}, {"e5m2", "e4m3"}, {"e5m2", "e5m2"}};
+    static const int64_t ms[] = {1, 16, 100, 16384};
+    for (size_t p = 0; p < 4; p++)
+        for (size_t j = 0; j < 4; j++) {
+            char spec[96], shape[96];
+            snprintf(spec, sizeof spec, "a=%s,w=%s,ws=f32,g=0,out=%s,bias=%d", pairs[p][0], pairs[p][1],
+                     j & 1 ? "f16" : "bf16", (int)(j & 1));
+            wb_format f = fmt(spec);
+            wb_config c = {0};
+            ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
+            ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
+            ck_assert_int_le(c.m_tiles, 16);
+            char *ptx = NULL;
+            ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+            snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.%s.%s {", 8 * c.m_tiles,
+                     pairs[p][1], pairs[p][0]);
+            ck_assert_int_eq(count_of(ptx, shape), 2);
+            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 2);
+            ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w="));
+            ck_assert_ptr_null(strstr(ptx, "mma.sync"));
+            ck_assert_ptr_null(strstr(ptx, "s32"));
+            ck_assert_ptr_nonnull(strstr(ptx, "setp.eq.u32")); /* the false scale-d */
+            /* the promotion: one f32 add per sum after the wait (the epilogue adds a bias too) */
+            const char *wait = strstr(ptx, "wgmma.wait_group.sync.aligned 0;");
+            ck_assert_ptr_nonnull(wait);
+            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (1 + (int)(j & 1)));
+            free(ptx);
+        }
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_SYNC}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "mma.sync m16n8k32 e4m3/e5m2 is only emulated on sm_90a"));
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.m_tiles = 32}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "fp8 on wgmma needs m_tiles 16 or fewer"));
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.load = WB_LOAD_TMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(ptx);
+}
+END_TEST
+
+START_TEST(fp8_w8a8_per_architecture)
+{
+    static const char *const pairs[][2] = {{"e4m3", "e4m3"}, {"e4m3", "e5m2"}, {"e5m2", "e4m3"}, {"e5m2", "e5m2"}};
+    static const wb_arch built[] = {WB_ARCH_SM89, WB_ARCH_SM120A};
+    for (size_t p = 0; p < 4; p++)
+        for (int out = 0; out < 2; out++)
+            for (size_t i = 0; i < 2; i++) {
+                char spec[96], mma[96];
+                snprintf(spec, sizeof spec, "a=%s,w=%s,ws=f32,g=0,out=%s,bias=%d", pairs[p][0], pairs[p][1],
+                         out ? "f16" : "bf16", out);
+                snprintf(mma, sizeof mma, "mma.sync.aligned.m16n8k32.row.col.f32.%s.%s.f32 ", pairs[p][1], pairs[p][0]);
+                wb_format f = fmt(spec);
+                static const int64_t ms[] = {1, 16, 300};
+                for (size_t j = 0; j < 3; j++) {
+                    wb_config c = {0};
+                    ck_assert_int_eq(wb_config_choose(&f, built[i], ms[j], 4096, 4096, &c), WB_OK);
+                    ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+                    char *ptx = NULL;
+                    ck_assert_msg(wb_kernel_ptx(&f, built[i], &c, 0, &ptx) == WB_OK, "%s: %s", spec, wb_last_error());
+                    ck_assert_int_eq(count_of(ptx, mma), c.m_tiles * 2);
+                    ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), c.m_tiles * 2);
+                    ck_assert_ptr_null(strstr(ptx, "cvt.rn.f32.s32"));
+                    ck_assert_ptr_null(strstr(ptx, "s32"));
+                    ck_assert_ptr_null(strstr(ptx, "fma.rn"));
+                    ck_assert_ptr_null(strstr(ptx, "cvt.rn.f16x2.e"));  /* no conversion of the codes */
+                    ck_assert_ptr_nonnull(strstr(ptx, ".param .u64 p_ascale"));
+                    ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), c.m_tiles);
+                    ck_assert_ptr_nonnull(strstr(ptx, built[i] == WB_ARCH_SM89 ? ".version 8.4" : ".version 8.7"));
+                    if (c.warps_k > 1) {
+                        ck_assert_ptr_nonnull(strstr(ptx, "st.shared.f32"));
+                        ck_assert_ptr_nonnull(strstr(ptx, "add.rn.f32"));
+                    }
+                    free(ptx);
+                }
+            }
+    /* the annotated PTX names the rule */
+    for (size_t i = 0; i < 2; i++) {
+        wb_format f = fmt("a=e5m2,w=e4m3,ws=f32,g=0");
+        wb_config c = full_config(&f, built[i], 16);
+        char *ptx = NULL, rule[160];
+        ck_assert_int_eq(wb_kernel_ptx(&f, built[i], &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+        snprintf(rule, sizeof rule, "mma rule: w=e4m3 x a=e5m2 -> f32, mma.sync m16n8k32 e4m3.e5m2, native on %s",
+                 wb_arch_name(built[i]));
+        ck_assert_ptr_nonnull(strstr(ptx, rule));
+        free(ptx);
+    }
+    /* other kernels on sm_89 keep its .version 7.8 */
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM89, (wb_config){0}, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, ".version 7.8"));
+    free(ptx);
+    /* emulated: refused, naming the native instruction; absent: refused, naming where it runs */
+    static const struct {
+        wb_arch arch;
+        const char *why;
+    } refused[] = {
+        {WB_ARCH_SM100A, "on sm_100a by this build: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet"},
+        {WB_ARCH_SM103A, "on sm_103a by this build: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet"},
+        {WB_ARCH_SM86, "sm_86 has no fp8 MMA: a=e4m3 with w=e4m3 needs mma.sync m16n8k32 e4m3/e5m2, native on sm_89 "
+                       "and sm_120a"},
+        {WB_ARCH_SM80, "sm_80 has no fp8 MMA"},
+        {WB_ARCH_SM75, "sm_75 has no fp8 MMA"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_int_eq(ptx_for("fp8", refused[i].arch, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(wb_last_error(), refused[i].why), "%s", wb_last_error());
+        ck_assert_ptr_null(ptx);
+    }
+    ck_assert_int_eq(ptx_for("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM100A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e5m2 with w=e4m3 is not supported on sm_100a"));
+    /* other fp8 formats: refused, naming what is built */
+    static const struct {
+        const char *spec, *why;
+    } formats[] = {
+        {"fp8-block", "a=e4m3 is supported with one f32 scale per token only (as=f32, ag=0, ags=0) in this build"},
+        {"fp8,g=128", "a=e4m3 with w=e4m3 is supported with one f32 scale per output channel only"},
+        {"fp8,ws=bf16", "one f32 scale per output channel only"},
+        {"fp8,as=e4m3", "one f32 scale per token only"},
+        {"fp8,acc=f16", "a=e4m3 needs acc=f32 and out=f16 or bf16 (got acc=f16, out=bf16)"},
+        {"w4a8-fp8", "a=e4m3 is not supported by this build yet"},
+        {"a=e4m3,w=int8,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
+        {"a=e4m3,w=e3m4,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        ck_assert_int_eq(ptx_for(formats[i].spec, WB_ARCH_SM89, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(wb_last_error(), formats[i].why), "%s: %s", formats[i].spec, wb_last_error());
+    }
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM89, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_89 has no wgmma"));
+    /* f32 sums: no K limit */
+    wb_format f8 = fmt("fp8");
+    wb_config c8 = full_config(&f8, WB_ARCH_SM89, 1);
+    ck_assert_int_eq(wb_kernel_check_shape(&f8, &c8, 1, 4096, 1 << 18), WB_OK);
 }
 END_TEST
 
@@ -553,6 +697,8 @@ int main(void)
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, w8a8_wgmma);
+    tcase_add_test(t, fp8_w8a8_per_architecture);
+    tcase_add_test(t, fp8_wgmma);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
     tcase_add_test(t, instruction_table);

@@ -199,9 +199,21 @@ START_TEST(test_layer_gemm_q)
     ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
     ck_assert_int_eq(cfg.mma, WB_MMA_SYNC); /* also on sm_90a */
     wb_layer_destroy(l);
+    /* fp8 W8A8 layers take wb_layer_gemm_q too; on this fake sm_90a their kernel is wgmma at every M
+     * (fp8 mma.sync is only emulated there) */
+    l = make_layer(g, "fp8", 256, 1024);
+    ck_assert_error(wb_layer_gemm(l, 16, 0xA000, 0xB000, NULL), WB_ERR_INVALID, "use wb_layer_gemm_q");
+    ck_assert_int_eq(fake.launches, 1);
+    st = wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 2);
+    ck_assert_uint_eq(fake.launch_p8, 0xC000);
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.mma, WB_MMA_WGMMA);
+    wb_layer_destroy(l);
     l = make_layer(g, "w4a16", 256, 1024);
     ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL), WB_ERR_INVALID, "use wb_layer_gemm");
-    ck_assert_int_eq(fake.launches, 1);
+    ck_assert_int_eq(fake.launches, 2);
     wb_layer_destroy(l);
     wb_gpu_destroy(g);
 }

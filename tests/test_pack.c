@@ -77,23 +77,28 @@ START_TEST(scale_and_zero_records)
 }
 END_TEST
 
-/* W8A8 (a=s8, w=int8): each lane's 8 words are its m16n8k32 A registers of the two k32 steps, s8 codes
+/* W8A8 (a=s8 with w=int8, or fp8 with fp8: the same layout for any 8-bit code): each lane's 8 words are its m16n8k32 A registers of the two k32 steps, s8 codes
  * as bytes (row gid + 8 * (reg & 1), k step*32 + (reg >> 1)*16 + tig*4 + byte); unpacking inverts it;
  * the chan array holds the f32 channel scales, then the biases. */
 START_TEST(pack_w8a8_fragments)
 {
     uint64_t st = wbt_seed() ^ 0x8a8;
     static const int64_t shapes[][2] = {{16, 64}, {48, 128}, {256, 512}};
-    for (int bias = 0; bias < 2; bias++)
+    static const char *const specs[] = {"int8", "int8,bias=1", "fp8,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0"};
+    for (size_t sp = 0; sp < 4; sp++)
         for (size_t hi = 0; hi < 3; hi++) {
             wb_format f;
-            ck_assert_int_eq(wb_format_parse(bias ? "int8,bias=1" : "int8", &f), WB_OK);
+            ck_assert_int_eq(wb_format_parse(specs[sp], &f), WB_OK);
+            int bias = f.bias;
             int64_t n = shapes[hi][0], k = shapes[hi][1];
             uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k));
             float *s = malloc((size_t)n * sizeof *s);
             uint16_t *b = malloc((size_t)n * sizeof *b);
-            for (int64_t i = 0; i < n * k; i++)
+            for (int64_t i = 0; i < n * k; i++) {
                 w[i] = (uint8_t)wbt_next(&st);
+                if (f.w.kind == WB_KIND_FLOAT && !isfinite(wb_type_decode(f.w, w[i])))
+                    w[i] = 0; /* fp8 NaN and infinities are refused (below) */
+            }
             for (int64_t i = 0; i < n; i++) {
                 s[i] = (float)(wbt_next(&st) % 1000) / 977.0f + 0.001f;
                 b[i] = wb_bf16_from_double((double)(wbt_next(&st) % 100) - 50.0);
@@ -156,6 +161,18 @@ START_TEST(pack_rejects_bad_codes_and_args)
     wb_host_weights hn = {.w = nan_codes, .w_scale = s};
     ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
+    ck_assert_ptr_null(p.w);
+    /* fp8 W8A8 packs the codes as they are: a NaN or an infinity is refused there too */
+    float s32[16] = {0};
+    hn.w_scale = s32;
+    ck_assert_int_eq(wb_format_parse("fp8", &e4), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
+    ck_assert_int_eq(wb_format_parse("a=e4m3,w=e5m2,ws=f32,g=0", &e4), WB_OK);
+    nan_codes[3] = 0x38;
+    nan_codes[64 + 9] = 0xfc; /* e5m2 -infinity */
+    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_str_eq(wb_last_error(), "weight code 0xfc at (1, 9) is not a finite value");
     ck_assert_ptr_null(p.w);
     w[5 * 64 + 7] = 1;
     hw.bias = s;

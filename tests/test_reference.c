@@ -97,6 +97,40 @@ START_TEST(hand_quantized_acts)
 }
 END_TEST
 
+/* fp8 W8A8 (contract section 2): e4m3/e5m2 codes decoded exactly (max, subnormals, signs), one f32 scale
+ * per token and per channel; every product and sum here is exact in double. */
+START_TEST(hand_fp8)
+{
+    /* a e4m3 [448, 2^-9, -1, 1.5] x as 0.5; w e4m3 [1, 448, 2, -2] x ws 0.25:
+     * (448 + 0.875 - 2 - 3) * 0.125 */
+    wb_format f = F("fp8");
+    uint8_t a[4] = {0x7e, 0x01, 0xb8, 0x3c}, w[4] = {0x38, 0x7e, 0x40, 0xc0};
+    float as = 0.5f, ws = 0.25f;
+    wb_host_acts x = {.a = a, .a_scale = &as};
+    wb_host_weights wt = {.w = w, .w_scale = &ws};
+    double out;
+    ck_assert_int_eq(wb_reference_gemm(&f, 1, 1, 4, &x, &wt, &out), WB_OK);
+    ck_assert(out == 443.875 * 0.125);
+    ck_assert(wb_reference_element(&f, 0, 0, 4, &x, &wt) == out);
+    /* a e5m2 [57344, 2^-16, -1, 0] x w e4m3 [2^-6, 448, 1, 448], scales 1: 896 + 448 * 2^-16 - 1 */
+    f = F("a=e5m2,w=e4m3,ws=f32,g=0");
+    uint8_t a2[4] = {0x7b, 0x01, 0xbc, 0x00}, w2[4] = {0x08, 0x7e, 0x38, 0x7e};
+    float one = 1;
+    wb_host_acts x2 = {.a = a2, .a_scale = &one};
+    wb_host_weights wt2 = {.w = w2, .w_scale = &one};
+    ck_assert_int_eq(wb_reference_gemm(&f, 1, 1, 4, &x2, &wt2, &out), WB_OK);
+    ck_assert(out == 895 + 448 * 0x1p-16);
+    /* e5m2 weights with e5m2 activations: 57344 * -57344 and a bias */
+    f = F("a=e5m2,w=e5m2,ws=f32,g=0,out=f16,bias=1");
+    uint8_t a3[4] = {0x7b, 0, 0, 0}, w3[4] = {0xfb, 0, 0, 0};
+    uint16_t bias = wb_f16_from_double(-0.5);
+    wb_host_acts x3 = {.a = a3, .a_scale = &one};
+    wb_host_weights wt3 = {.w = w3, .w_scale = &one, .bias = &bias};
+    ck_assert_int_eq(wb_reference_gemm(&f, 1, 1, 4, &x3, &wt3, &out), WB_OK);
+    ck_assert(out == -57344.0 * 57344.0 - 0.5);
+}
+END_TEST
+
 /* ---- random data over many formats */
 
 typedef struct data {
@@ -277,6 +311,7 @@ int main(void)
     tcase_add_test(tc, hand_w4_groups_bias);
     tcase_add_test(tc, hand_zero_point_global);
     tcase_add_test(tc, hand_quantized_acts);
+    tcase_add_test(tc, hand_fp8);
     tcase_add_test(tc, random_formats);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);

@@ -1,4 +1,4 @@
-/* The W8A8 kernel (a=s8, w=int8 on the integer mma.sync) run on the CPU: its instruction IR, as
+/* The W8A8 kernels (a=s8, w=int8 on the integer mma.sync; e4m3/e5m2 on the fp8 one) run on the CPU: their instruction IR, as
  * wb_lower_gemm emits it, is executed by a small SIMT interpreter (every thread of every block, warps
  * meeting at ldmatrix and mma, blocks at bar.sync) on weights from wb_pack_weights and activations
  * from wb_reference_quantize_acts. Every output must have the bits of the exact s32 sum taken to f32,
@@ -6,7 +6,15 @@
  * rounding of the output type of the float64 reference. ldmatrix and the s8 MMAs are modelled from
  * the PTX fragment layouts (m16n8k32: A rows gid / gid + 8, k 4 tig..; B k 4 tig.. of column gid;
  * C rows gid / gid + 8, columns 2 tig, 2 tig + 1; m8n8k16 the top half of that at k16). cp.async
- * completes at once, so this checks data movement and arithmetic, not the pipeline's timing. */
+ * completes at once, so this checks data movement and arithmetic, not the pipeline's timing.
+ *
+ * fp8 (mma.sync m16n8k32 .f32.<w>.<a>.f32, the same fragments with fp8 codes, decoded exactly): the PTX
+ * ISA does not define the order or the internal precision in which the tensor core adds the 32 products
+ * of one fp8 MMA to the f32 accumulator (the hardware is known not to round like a chain of f32 adds).
+ * So the interpreter models each MMA as its exact sum of products added to c with one f32 rounding, and
+ * the outputs are compared not bitwise but against the float64 reference within a tight bound: one
+ * rounding of the output type plus 2^-20 of the sum of |products| (the f32 rounding of every k32 step,
+ * the split-K adds and the two scale products, with margin for a hardware that truncates). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +90,7 @@ static int jump(const emu *e, const char *label)
 
 static int is_collective(wb_op op)
 {
-    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16;
+    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 || op == WB_OP_MMA_FP8;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -229,6 +237,49 @@ static void run_thread(emu *e, int i)
 
 static int8_t byte_of(uint64_t word, int b) { return (int8_t)(uint8_t)(word >> (8 * b)); }
 
+/* The fp8 type of a code operand from the MMA's type suffix "<A type>.<B type>". */
+static wb_type fp8_type(const char *types, int which)
+{
+    char name[8] = {0};
+    const char *p = which ? strchr(types, '.') + 1 : types;
+    memcpy(name, p, 4);
+    wb_type t;
+    CHECK(wb_type_parse(name, &t) == WB_OK && t.bits == 8, "mma type %s", types);
+    return t;
+}
+
+/* mma.sync m16n8k32 fp8 -> f32 over lanes r[0..31]: the fragments of the s8 m16n8k32 with fp8 codes;
+ * each output is c plus the exact sum of its 32 products, rounded once to f32 (see the head comment). */
+static void run_mma_fp8(const wb_insn *in, uint64_t *r[32])
+{
+    const wb_opnd *o = in->o;
+    wb_type ta = fp8_type(in->type, 0), tb = fp8_type(in->type, 1);
+    double a[16][32], b[32][8], c[16][8];
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int q = 0; q < 4; q++) {
+            for (int reg = 0; reg < 4; reg++)
+                a[gid + 8 * (reg & 1)][(reg >> 1) * 16 + tig * 4 + q] =
+                    wb_type_decode(ta, (uint8_t)byte_of(r[l][o[4 + reg].v], q));
+            b[tig * 4 + q][gid] = wb_type_decode(tb, (uint8_t)byte_of(r[l][o[8].v], q));
+            b[16 + tig * 4 + q][gid] = wb_type_decode(tb, (uint8_t)byte_of(r[l][o[9].v], q));
+        }
+        for (int i = 0; i < 4; i++)
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (double)as_f32(r[l][o[10 + i].v]);
+    }
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 8; n++) {
+            double s = 0; /* products of two fp8 values are exact in double; so is a sum of 32 of them
+                           * unless it spans more than 53 bits, far below the f32 rounding that follows */
+            for (int k = 0; k < 32; k++)
+                s += a[m][k] * b[k][n];
+            c[m][n] = (double)(float)(c[m][n] + s);
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++)
+            r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
+}
+
 /* The warp's collective op at lanes base..base+31 (all at the same instruction). */
 static void run_collective(emu *e, int base)
 {
@@ -247,6 +298,10 @@ static void run_collective(emu *e, int base)
         for (int l = 0; l < 32; l++)
             for (int j = 0; j < 4; j++)
                 r[l][o[j].v] = out[l][j];
+        return;
+    }
+    if (in->op == WB_OP_MMA_FP8) {
+        run_mma_fp8(in, r);
         return;
     }
     int k32 = in->op == WB_OP_MMA_S8_K32, rows = k32 ? 16 : 8, kk = k32 ? 32 : 16;
@@ -317,6 +372,34 @@ static void run_block(emu *e)
     }
 }
 
+/* A random fp8 weight code whose value is finite and at most 448 in magnitude (e5m2's larger ones would
+ * only push f16 outputs past their range), subnormals included. */
+static uint8_t random_fp8(wb_type t, uint64_t *st)
+{
+    for (;;) {
+        uint8_t c = (uint8_t)wbt_next(st);
+        if (fabs(wb_type_decode(t, c)) <= 448)
+            return c;
+    }
+}
+
+/* One fp8 output against the float64 reference: within one rounding of the output type plus 2^-20 of
+ * the sum of |products| (head comment). */
+static void check_fp8_output(const wb_format *f, const char *spec, wb_arch arch, const char *conf, int64_t row,
+                             int64_t col, int64_t k, const uint8_t *acodes, const uint8_t *w, const float *ws,
+                             const float *as, uint16_t got, double ref)
+{
+    int bf = f->out.kind == WB_KIND_BF16;
+    double mag = 0;
+    for (int64_t j = 0; j < k; j++)
+        mag += fabs(wb_type_decode(f->a, acodes[row * k + j]) * wb_type_decode(f->w, w[col * k + j]));
+    mag *= fabs((double)ws[col] * (double)as[row]);
+    double o = bf ? wb_bf16_to_double(got) : wb_f16_to_double(got);
+    double tol = fabs(ref) * (bf ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
+    CHECK(isfinite(o) && fabs(o - ref) <= tol, "%s %s [%s]: out[%lld][%lld] = %g, reference %g (bound %g)", spec,
+          wb_arch_name(arch), conf, (long long)row, (long long)col, o, ref, tol);
+}
+
 /* Build the kernel of (spec, arch, config at M) and run its whole grid on random quantized data. */
 static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced)
 {
@@ -341,8 +424,9 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     uint16_t *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
     double *ref = malloc((size_t)(m * n) * sizeof *ref);
     ck_assert(w && acodes && ws && as && x && bias && out && ref);
+    int fp8 = wb_format_w8a8_fp8(&f);
     for (int64_t i = 0; i < n * k; i++)
-        w[i] = (uint8_t)wbt_next(&st);
+        w[i] = fp8 ? random_fp8(f.w, &st) : (uint8_t)wbt_next(&st);
     for (int64_t i = 0; i < n; i++) {
         ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
         bias[i] = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2)
@@ -382,7 +466,9 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         }
     char conf[128];
     wb_config_print(&cfg, conf, sizeof conf);
-    for (int64_t i = 0; i < m * n; i++) {
+    for (int64_t i = 0; fp8 && i < m * n; i++)
+        check_fp8_output(&f, spec, arch, conf, i / n, i % n, k, acodes, w, ws, as, out[i], ref[i]);
+    for (int64_t i = 0; !fp8 && i < m * n; i++) {
         /* bitwise: the exact s32 sum, to f32, times ws[n], times as[m], plus the bias, rounded once */
         int64_t row = i / n, col = i % n, sum = 0;
         for (int64_t j = 0; j < k; j++)
@@ -444,6 +530,28 @@ START_TEST(w8a8_kernel_forced_configs)
 }
 END_TEST
 
+/* fp8 W8A8 on sm_89 and sm_120a: every pair of e4m3/e5m2, both outputs, a bias; the heuristic's
+ * kernels (split K up to 16, several m-tiles, tails past M) and forced shapes. */
+START_TEST(fp8_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 7, 37, 300};
+    static const char *const specs[] = {"fp8", "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1",
+                                        "a=e5m2,w=e4m3,ws=f32,g=0,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,out=f16"};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++)
+            run_case(specs[s], (i + s) % 2 ? WB_ARCH_SM120A : WB_ARCH_SM89, ms[i], 128, 512, (wb_config){0});
+    run_case("fp8", WB_ARCH_SM89, 1, 256, 4096, (wb_config){0}); /* the widest split K */
+    static const wb_config cfgs[] = {
+        {.m_tiles = 1, .warps_n = 2, .warps_k = 8, .stages = 2},
+        {.m_tiles = 8, .warps_n = 4, .warps_k = 1, .stages = 3},
+        {.m_tiles = 4, .warps_n = 2, .warps_k = 2, .stages = 4, .batch_invariant = 0},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
+        run_case("fp8,out=f16,bias=1", WB_ARCH_SM120A, 45, 128, 1024, cfgs[i]);
+    run_case("fp8,bias=1", WB_ARCH_SM89, 45, 128, 1024, (wb_config){.batch_invariant = 1});
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -451,6 +559,7 @@ int main(void)
     tcase_set_timeout(t, 600);
     tcase_add_test(t, w8a8_kernel_matches_reference);
     tcase_add_test(t, w8a8_kernel_forced_configs);
+    tcase_add_test(t, fp8_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

@@ -1,8 +1,10 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
  * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
- * (c) the weight catalog, batch invariance and TMA loads; (e) W8A8 (a=s8, w=int8) through
- * wb_layer_gemm_q, with activations quantized by wb_reference_quantize_acts.
+ * (c) the weight catalog, batch invariance and TMA loads; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
+ * on the targets this build runs it on) through wb_layer_gemm_q, with activations quantized by
+ * wb_reference_quantize_acts. The plan is the same on every target except for the cases of (e) that a
+ * target cannot build (fp8): `--list` without `--arch` prints the cases common to every target.
  * The output is poisoned with NaN bits before each launch, so unwritten elements fail. Every kernel
  * that passed all its cases is appended once (by PTX sha256) to the ledger, which `ledger_check.sh`
  * compares against the kernels warble emits. */
@@ -184,13 +186,33 @@ static int plan_big(plan *p, int quick)
     return rc;
 }
 
-/* Part (e): W8A8 (a=s8, w=int8): the preset (bf16 output) and an f16-output variant with a bias (the
- * one sm_75 runs), at M = 1, 7, 16 (integer mma.sync) and 100, 300 (wgmma on sm_90a), every element
- * compared; then the wgmma kernels of large M (256-token tiles) on bigger shapes, sampled. One M,
- * rotating, when quick. */
-static int plan_w8a8(plan *p, int quick)
+/* This build emits the kernel of `spec` for `arch` (the legalizer's answer: the plan holds no case the
+ * target must refuse). */
+static int builds_on(const char *spec, wb_arch arch)
+{
+    wb_format f;
+    wb_config c = {0};
+    char *ptx = NULL;
+    int ok = wb_format_parse(spec, &f) == WB_OK && wb_config_choose(&f, arch, 16, 256, 1024, &c) == WB_OK &&
+             wb_kernel_ptx(&f, arch, &c, 0, &ptx) == WB_OK;
+    free(ptx);
+    return ok;
+}
+
+/* Part (e): W8A8. s8 x int8 on the integer MMA (every target): the preset (bf16 output) and an
+ * f16-output variant with a bias (the one sm_75 runs), at M = 1, 7, 16, 100, 300, every element
+ * compared (100 and 300 run wgmma on sm_90a), then M = 1000 and 4096 on bigger shapes (the wide
+ * wgmma tiles), sampled. fp8 (e4m3/e5m2 x e4m3/e5m2, f32 sums) only for a target `arch` that builds
+ * it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma): the fp8 preset and its
+ * f16-output variant with a bias at those Ms and shapes, and the other three pairs of types, each
+ * with both outputs, at one M. One M of each list, rotating, when quick. */
+static int plan_w8a8(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"int8", "int8,out=f16,bias=1"};
+    static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "a=e4m3,w=e5m2,ws=f32,g=0",
+                                      "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e4m3,ws=f32,g=0",
+                                      "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,bias=1",
+                                      "a=e5m2,w=e5m2,ws=f32,g=0,out=f16"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
     static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;
@@ -201,6 +223,16 @@ static int plan_w8a8(plan *p, int quick)
         for (size_t i = 0; i < sizeof big / sizeof big[0] && !rc; i++)
             if (!quick || i == s)
                 rc = plan_add(p, specs[s], big[i][0], big[i][1], big[i][2], 0);
+    }
+    for (size_t s = 0; arch >= 0 && s < sizeof fp8 / sizeof fp8[0] && !rc; s++) {
+        if (!builds_on(fp8[s], (wb_arch)arch))
+            continue;
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if ((s < 2 && !quick) || i == s % 5)
+                rc = plan_add(p, fp8[s], ms[i], 256, 1024, 1);
+        for (size_t i = 0; s < 2 && i < sizeof big / sizeof big[0] && !rc; i++)
+            if (!quick || i == s)
+                rc = plan_add(p, fp8[s], big[i][0], big[i][1], big[i][2], 0);
     }
     return rc;
 }
@@ -624,14 +656,28 @@ int cmd_selftest(int argc, char **argv)
     cli_args a;
     plan p = {0};
     selftest t = {0};
-    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY) | OPT(O_SKIP);
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY) | OPT(O_SKIP) | OPT(O_ARCH);
     int device, rc = cli_parse(argc, argv, allowed, 0, &a);
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
-    int quick = cli_has(&a, O_QUICK);
+    int quick = cli_has(&a, O_QUICK), list = cli_has(&a, O_LIST);
+    if (cli_has(&a, O_ARCH) && !list)
+        return cli_fail(CLI_USAGE, "selftest: --arch goes with --list (a run takes the GPU's architecture)");
+    if (cli_has(&a, O_SEED)) {
+        int64_t seed;
+        if ((rc = cli_parse_i64("--seed", a.val[O_SEED], 0, INT64_MAX, &seed)))
+            return rc;
+        t.seed = (uint64_t)seed;
+    } else {
+        t.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20)) & INT64_MAX;
+    }
+    /* the plan's target: the GPU's, or --arch's for --list (none: the cases common to every target) */
+    if (!list && (rc = cli_lib_fail_if(wb_gpu_create(device, &t.gpu), "wb_gpu_create")))
+        goto done;
+    int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
         (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)) ||
-        (rc = plan_w8a8(&p, quick)))
+        (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;
@@ -662,16 +708,6 @@ int cmd_selftest(int argc, char **argv)
                    (long long)p.c[i].k, *case_choices(&p.c[i]) ? "\t" : "", case_choices(&p.c[i]));
         goto done;
     }
-    if (cli_has(&a, O_SEED)) {
-        int64_t s;
-        if ((rc = cli_parse_i64("--seed", a.val[O_SEED], 0, INT64_MAX, &s)))
-            goto done;
-        t.seed = (uint64_t)s;
-    } else {
-        t.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20)) & INT64_MAX;
-    }
-    if ((rc = cli_lib_fail_if(wb_gpu_create(device, &t.gpu), "wb_gpu_create")))
-        goto done;
     printf("selftest: %d cases on %s (%s), seed %llu (rerun with --seed %llu)\n", p.count,
            wb_gpu_name(t.gpu), wb_arch_name(wb_gpu_arch(t.gpu)), (unsigned long long)t.seed,
            (unsigned long long)t.seed);

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "                                       time kernels on the GPU (median of 15, weights > 256 MB);\n"
     "                                       --sweep: every legal config; --compile: spec to CUfunction\n"
     "                                       --dispatch: host time of one wb_layer_gemm call\n"
-    "  selftest [--quick] [--list] [--m LIST] [--only TEXT] [--skip TEXT] [--ledger FILE] [--seed S] [--device D]\n"
+    "  selftest [--quick] [--list [--arch ARCH]] [--m LIST] [--only TEXT] [--skip TEXT] [--ledger FILE] [--seed S] [--device D]\n"
     "                                       GPU correctness over formats and shapes\n"
     "  help, --help                         this text;  --version  the version\n"
     "\n"
