@@ -40,9 +40,11 @@ formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g
 formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
 PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
   --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
-# W8A8 (issue 5): warble's int8 beside torch._int_mm at the bar's sizes
-PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec int8 --peer int8 --shapes 8192x8192 \
-  --m 1,16,4096,16384 --out "$OUT/int8.jsonl" >"$OUT/int8.log" 2>&1 || tail -20 "$OUT/int8.log"
+# W8A8 (issue 5): warble's int8 beside torch._int_mm, its fp8 beside torch._scaled_mm, at the bars' sizes
+for peer in int8 fp8; do
+  PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec $peer --peer $peer --shapes 8192x8192 \
+    --m 1,16,256,4096,16384 --out "$OUT/$peer.jsonl" >"$OUT/$peer.log" 2>&1 || tail -20 "$OUT/$peer.log"
+done
 # host dispatch of wb_layer_gemm (issue 4: at most 5 us a call), decode and large M
 step 60 build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
   tail -5 "$OUT/dispatch.jsonl"
