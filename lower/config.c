@@ -99,9 +99,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
 /* The heuristic picks wgmma where the target has it, M > 64 and no forced field rules it out. Up to
  * M = 64 the split-K mma.sync kernel below was faster on 3 of the 4 suite shapes (H200, docs/perf.md):
  * wgmma's per-iteration barrier, copies and dequant outweigh an MMA of 32 or 64 tokens. */
-static int wants_wgmma(const wb_target *t, const wb_config *c, int64_t m, int64_t n)
+static int wants_wgmma(const wb_target *t, const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k)
 {
-    return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 &&
+    /* W8A8's wgmma kernel takes K in k128 slices */
+    return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 && (!wb_format_w8a8(f) || k % 128 == 0) &&
            (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC || c->load == WB_LOAD_TMA) && c->warps_k <= 1 &&
            (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
 }
@@ -117,7 +118,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     int fp8_wgmma = wb_format_w8a8_fp8(f) && wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE &&
                     wb_isa_get(arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE;
     if (!c->mma)
-        c->mma = fp8_wgmma || (!c->batch_invariant && (tma_wgmma || wants_wgmma(t, c, m, n))) ? WB_MMA_WGMMA
+        c->mma = fp8_wgmma || (!c->batch_invariant && (tma_wgmma || wants_wgmma(t, f, c, m, n, k))) ? WB_MMA_WGMMA
                                                                                               : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
         choose_wgmma(t, f, m, n, c);
@@ -192,7 +193,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     wb_status s = wb_format_check_shape(f, m, n, k);
     if (s)
         return s;
-    int bn = 16 * c->warps_n, bk = WB_KW * c->warps_k;
+    wb_layout lay;
+    wb_layout_get(f, c, &lay);
+    int bn = lay.bn, bk = lay.bk; /* bk: k64 per warp slice, k128 for W8A8 on wgmma */
     if (n % 16 || k % WB_KW)
         return wb_fail(WB_ERR_INVALID, "N must be a multiple of 16 and K a multiple of 64 (got N=%lld, K=%lld)",
                        (long long)n, (long long)k);

@@ -52,6 +52,12 @@ typedef struct lw {
     wb_reg *wpre;
 } lw;
 
+/* Code words of one lane for its warp's slice: B per k64. */
+static inline int wb_gemm_w_words(const lw *L)
+{
+    return L->lay.w_bytes / 128;
+}
+
 /* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
 static inline int async_copies(const lw *L)
 {

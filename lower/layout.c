@@ -4,18 +4,21 @@
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
 {
+    /* W8A8 on wgmma: k128 slices, so that a token's 8-bit row is 128 bytes (the 128B swizzle of the
+     * 16-bit kernels) and an iteration holds four k32 MMA steps, as the 16-bit one holds four k16 */
+    L->slice_k = wb_format_w8a8(f) && cfg->mma == WB_MMA_WGMMA ? 2 * WB_KW : WB_KW;
     L->bm = 8 * cfg->m_tiles;
     L->bn = 16 * cfg->warps_n;
-    L->bk = WB_KW * cfg->warps_k;
+    L->bk = L->slice_k * cfg->warps_k;
     L->threads = 32 * cfg->warps_n * cfg->warps_k;
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * cfg->warps_k;
     /* a warp's k64 slice of one token: 64 two-byte activations, or 64 s8 codes (W8A8) */
     L->a_elem = wb_format_w8a8(f) ? 1 : 2;
-    L->a_row = WB_KW * L->a_elem;
+    L->a_row = L->slice_k * L->a_elem;
     L->a_stage = L->bm * L->a_row * cfg->warps_k;
-    L->w_bytes = 128 * f->w.bits;
+    L->w_bytes = 2 * L->slice_k * f->w.bits;
     L->w_stage = warps * L->w_bytes;
     /* W8A8 streams no scale records: its scales are read once, in the epilogue */
     L->s_stage = wb_format_w8a8(f) ? 0 : warps * L->groups_per_chunk * L->rec_bytes;

@@ -19,8 +19,10 @@
 typedef struct wb_layout {
     int bm, bn, bk, threads;
     int rec_bytes;        /* one scale record: 32, or 64 with a zero point */
-    int w_bytes;          /* packed codes of one warp's k64 slice: 128 * B */
-    int a_elem, a_row;    /* bytes of one activation, of one token's row in a warp slice (2, 128; s8: 1, 64) */
+    int slice_k;          /* k of one warp's slice of a block tile: 64, or 128 for W8A8 on wgmma */
+    int w_bytes;          /* packed codes of one warp's slice: 128 * B per k64 */
+    int a_elem, a_row;    /* bytes of one activation, of one token's row in a warp slice (2, 128; 8-bit: 1,
+                             64, or 128 on wgmma) */
     int groups_per_chunk; /* scale records per warp per stage */
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */

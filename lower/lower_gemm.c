@@ -56,7 +56,7 @@ static void lower_setup(lw *L)
     L->tig = andi(L, L->lane, 3);
     L->m0 = muli(L, by, L->lay.bm);
     L->strip0 = muli(L, bx, L->cfg->warps_n);
-    L->kchunks = shri(L, L->kdim, 6);
+    L->kchunks = shri(L, L->kdim, L->lay.slice_k == 128 ? 7 : 6); /* slices of one warp's strip along K */
     L->nkt = divi(L, L->kdim, L->lay.bk);
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->smem = wb_new_reg(L->f, WB_RC_B32);
@@ -92,6 +92,8 @@ static void plan_slots(lw *L, plan *p, int total, slot_fn *fn)
     }
 }
 
+/* A token's 128-byte slice row (64 16-bit activations, or 128 8-bit codes for W8A8 on wgmma): eight
+ * 16-byte chunks swizzled by chunk ^ (row & 7), wgmma's 128B swizzle. */
 static void slot_a(lw *L, wb_reg id, slot *sl)
 {
     int bm = L->lay.bm;
@@ -99,12 +101,13 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
     wb_reg row = add(L, L->m0, r);
     sl->pred = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
-    /* element index at kt = 0: row*K + wk*64 + c*8 */
-    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW), wb_r(muli(L, c, 8)));
+    /* byte offset at kt = 0: (row*K + wk*slice_k) * a_elem + c*16 */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(L->lay.slice_k), wb_r(muli(L, c, 16 / L->lay.a_elem)));
     wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(L->kdim));
     elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
-    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a),
-                  wb_r(op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1))));
+    if (L->lay.a_elem == 2)
+        elem = op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1));
+    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
     /* shared: wk*bm*128 + r*128 + ((c ^ (r & 7)) * 16), swizzled against bank conflicts */
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, r, 7)));
     wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 128), wb_r(L->smem));
@@ -230,7 +233,7 @@ static void plan_copies(lw *L)
     if (L->tma)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
     else
-        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k, L->w8a8 ? slot_a8 : slot_a);
+        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k, L->lay.a_row == 64 ? slot_a8 : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
@@ -304,7 +307,7 @@ static void lower_kloop(lw *L)
     }
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
         wb_wgmma_land(L, ahead - 1, 0);
-        L->wpre = value_regs(L, L->wpre_value, L->fmt->w.bits);
+        L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
     }
@@ -365,12 +368,13 @@ static void lower_kloop_end(lw *L)
  * widest aligned vectors. */
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 {
-    int words = L->fmt->w.bits, vec = words % 4 == 0 ? 4 : words % 2 == 0 ? 2 : 1;
+    /* B words of each k64 chunk of the slice, the chunks 128 * B bytes apart */
+    int bits = L->fmt->w.bits, words = wb_gemm_w_words(L), vec = bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
     wb_reg base = add(L, L->wfrag, L->ro);
     for (int i = 0; fresh && i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
     for (int i = 0; i < words; i += vec) {
-        wb_reg addr = addi(L, base, 4 * i);
+        wb_reg addr = addi(L, base, (i / bits) * 128 * bits + 4 * (i % bits));
         if (vec == 4)
             wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
                     wb_r(addr));
@@ -385,7 +389,7 @@ static void lower_frag_w(lw *L, int value)
 {
     if (L->rot) /* loaded ahead, into the same registers every iteration */
         return;
-    wb_reg *q = value_regs(L, value, L->fmt->w.bits);
+    wb_reg *q = value_regs(L, value, wb_gemm_w_words(L));
     if (q)
         wb_gemm_load_w_words(L, q, 1);
 }

@@ -14,11 +14,9 @@ void wb_wgmma_setup(lw *L)
         L->pfalse = wb_new_reg(L->f, WB_RC_PRED);
         wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->pfalse), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
     }
-    /* descriptor bits 32..45: stride between 8-row groups >> 4; bits 62..63: the swizzle. 16-bit
-     * activations: 128-byte rows, 128B swizzle (1); W8A8's s8 rows are 64 bytes, 64B swizzle (2),
-     * which is slot_a8's chunk ^ ((row >> 1) & 3) */
-    L->desc_hi = L->w8a8 ? mov(L, "b32", WB_RC_B32, wb_hex((2u << 30) | (512 >> 4)))
-                         : mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
+    /* descriptor bits 32..45: stride between 8-row groups (1024 bytes) >> 4; bits 62..63: 128B swizzle
+     * (the rows are 128 bytes: 64 16-bit activations, or 128 8-bit codes for W8A8) */
+    L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
 }
 
 /* Thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes); every thread gets
@@ -127,15 +125,15 @@ void wb_wgmma_kloop_end(lw *L)
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
 }
 
-/* The slice's wgmma steps: four k16 (16-bit activations), or two k32 (s8). */
-static int wgmma_steps_per_slice(const lw *L) { return L->w8a8 ? 2 : 4; }
+/* The slice's wgmma steps: four k16 (16-bit activations), or four k32 (8-bit codes, a k128 slice). */
+enum { WGMMA_STEPS = 4 };
 
 /* wgmma: one B descriptor per step of the slice. Start address >> 4 in bits 0..13 (a step is 32
- * bytes further along the swizzled row: k16 of 16-bit, k32 of s8), leading byte offset 1 (unused by
- * a swizzled K-major tile) in bits 16..29. */
+ * bytes further along the swizzled row: k16 of 16-bit, k32 of 8-bit), leading byte offset 1 (unused
+ * by a swizzled K-major tile) in bits 16..29. */
 void wb_wgmma_frag_desc(lw *L, int value)
 {
-    int steps = wgmma_steps_per_slice(L);
+    int steps = WGMMA_STEPS;
     wb_reg *d = value_regs(L, value, steps);
     if (!d)
         return;
@@ -166,11 +164,11 @@ static const char *wgmma_shape(lw *L)
  * fragment of wgmma k32 for 8-bit types is that of mma.sync m16n8k32), copied first, since the rotated
  * loop loads the next tile's words into the same registers while this group is in flight. fp8 sums
  * in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's
- * product (k64, two steps) starts from zero (scale-d false) in its own registers and is added to the
+ * product (k128, four steps) starts from zero (scale-d false) in its own registers and is added to the
  * f32 sums once complete (promote). */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
-    int steps = wgmma_steps_per_slice(L), nacc = L->cfg->m_tiles * 4;
+    int steps = WGMMA_STEPS, nacc = L->cfg->m_tiles * 4;
     const char *shape = wgmma_shape(L);
     wb_reg *copy = L->w8a8 ? wb_arena_alloc(L->f->arena, 4 * (size_t)steps * sizeof *copy) : NULL;
     if (!shape || (L->w8a8 && !copy)) {
@@ -194,13 +192,13 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     if (L->a8_float)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: the code "
-                                                     "words in registers; B: the fp8 tile, 64B swizzle; each k64 "
+                                                     "words in registers; B: the fp8 tile, 128B swizzle; each k128 "
                                                      "slice summed apart, then added in f32)",
                                         wb_type_name(L->fmt->w, wn), wb_type_name(L->fmt->a, an), shape)));
     else if (L->w8a8)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
-                                                     "words in registers; B: the s8 tile, 64B swizzle)", shape)));
+                                                     "words in registers; B: the s8 tile, 128B swizzle)", shape)));
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)

@@ -222,10 +222,10 @@ static int count_of(const char *text, const char *what)
 /* W8A8 on every target: the integer MMA on the code words as loaded (no cvt of weights, no dequant
  * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
  * heuristic picks mma.sync also on sm_90a. */
-/* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (two
- * per k64 slice, copied out of the registers the rotated loop reloads) and the s8 tile read through
- * 64B-swizzle descriptors; s32 sums converted once, after K. Forced choices: mma.sync stays legal,
- * TMA is refused. */
+/* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (four
+ * per k128 slice, copied out of the registers the rotated loop reloads) and the s8 tile read through
+ * 128B-swizzle descriptors; s32 sums converted once, after K. K not a multiple of 128: mma.sync.
+ * Forced choices: mma.sync stays legal, TMA is refused. */
 START_TEST(w8a8_wgmma)
 {
     wb_format f = fmt("int8");
@@ -238,17 +238,26 @@ START_TEST(w8a8_wgmma)
         char *ptx = NULL, shape[64];
         ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
         snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {", 8 * c.m_tiles);
-        ck_assert_int_eq(count_of(ptx, shape), 2);
-        ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 2);
+        ck_assert_int_eq(count_of(ptx, shape), 4);
+        ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
+        /* 16 code words a lane: before the loop, then ahead in every iteration */
+        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 8);
         ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, wgmma m64n"));
         ck_assert_ptr_null(strstr(ptx, "ldmatrix")); /* wgmma reads the activations itself */
         ck_assert_ptr_null(strstr(ptx, "mma.sync"));
         ck_assert_ptr_null(strstr(ptx, "fma.rn"));
-        ck_assert_ptr_nonnull(strstr(ptx, "0x80000020")); /* descriptor high word: 64B swizzle, 512-byte stride */
+        ck_assert_ptr_nonnull(strstr(ptx, "0x40000040")); /* descriptor high word: 128B swizzle, 1024-byte stride */
         ck_assert_int_eq(count_of(ptx, "cvt.rn.f32.s32"), c.m_tiles * 4);
         free(ptx);
     }
-    wb_config c = {.mma = WB_MMA_SYNC};
+    wb_config c = {0};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096 + 64, &c), WB_OK);
+    ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+    c = (wb_config){.mma = WB_MMA_WGMMA};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096 + 64, &c), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 300, 4096, 4096 + 64), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "K a multiple of 128"));
+    c = (wb_config){.mma = WB_MMA_SYNC};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096, &c), WB_OK);
     char *ptx = NULL;
     ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
@@ -330,7 +339,7 @@ END_TEST
  * (no cvt from s32; split K reduced in f32) and PTX 8.4 or newer; refused where ptxas only emulates it
  * (sm_90a, sm_100a, sm_103a: the message names the native instruction) or has none (sm_75..sm_86). */
 /* fp8 W8A8 on sm_90a: wgmma m64nNk32 with the weight type first, at every M (its mma.sync fp8 is only
- * emulated: refused even when forced), each k64 slice's product summed from zero (scale-d false on
+ * emulated: refused even when forced), each k128 slice's product summed from zero (scale-d false on
  * its first step) and added to the f32 sums after the group completes; at most 128 tokens a tile. */
 START_TEST(fp8_wgmma)
 {
@@ -350,8 +359,8 @@ START_TEST(fp8_wgmma)
             ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
             snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.%s.%s {", 8 * c.m_tiles,
                      pairs[p][1], pairs[p][0]);
-            ck_assert_int_eq(count_of(ptx, shape), 2);
-            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 2);
+            ck_assert_int_eq(count_of(ptx, shape), 4);
+            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
             ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w="));
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "s32"));
