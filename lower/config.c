@@ -203,11 +203,12 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
                                        "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
                        (long long)n, (long long)k);
-    /* s8 W8A8 sums are exact s32: K products of at most 128 x 128 stay below 2^31 only for K < 2^17
-     * (fp8 W8A8 sums are f32: no such limit) */
-    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && k >= (1ll << 17))
-        return wb_fail(WB_ERR_INVALID, "a=s8 with w=int8 needs K below 131072 (its s32 sums could overflow; got "
-                                       "K=%lld)", (long long)k);
+    /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
+     * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4 (fp8 W8A8 sums are f32: no such limit) */
+    int64_t kmax = 1ll << (25 - f->w.bits);
+    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && k >= kmax)
+        return wb_fail(WB_ERR_INVALID, "a=s8 with w=int%d needs K below %lld (its s32 sums could overflow; got "
+                                       "K=%lld)", f->w.bits, (long long)kmax, (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))
         return wb_fail(WB_ERR_INVALID, "shape too large: M*N must be below 2^32 and N*K below 2^34");
     return WB_OK;

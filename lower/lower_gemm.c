@@ -578,9 +578,33 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
     }
 }
 
+/* W4A8: the slice's int4 code words widened to the s8 A registers of the 8-bit MMA, exactly. Packed
+ * word j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble); a nibble
+ * x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into the high four bits,
+ * no carry between bytes). Fresh registers, so the rotated wgmma loop may reload the words. */
+static wb_reg *widen_int4(lw *L, const wb_reg *q)
+{
+    int words = wb_gemm_w_words(L);
+    wb_reg *a = wb_arena_alloc(L->f->arena, 2 * (size_t)words * sizeof *a);
+    if (!a) {
+        L->f->oom = 1;
+        return NULL;
+    }
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("dequant rule: int4 -> s8, nibble & 0xF | (nibble & 8) * 0x1E (exact)"));
+    for (int i = 0; i < 2 * words; i++) {
+        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
+        x = andi(L, x, 0x0F0F0F0F);
+        wb_reg sign = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(andi(L, x, 0x08080808)), wb_imm(0x1E));
+        a[i] = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(x), wb_r(sign));
+    }
+    return a;
+}
+
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
+    if (c && a && b && L->w8a8 && L->fmt->w.bits == 4)
+        a = widen_int4(L, a);
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->a8_float)

@@ -102,12 +102,16 @@ static void w8a8_coords(int r, int kk, int *lane, int *word, int *byte)
     *byte = kin % 4;
 }
 
-/* The u32 word of packed W8A8 codes that holds code (row, col), and the code's byte in it. */
-static int64_t w8a8_word(int64_t k, int64_t row, int64_t col, int *byte)
+/* The u32 word of packed W8A8 codes that holds code (row, col), and the code's bit offset in it. A lane
+ * has B words per k64 chunk: with 8-bit codes its 8 A registers; with int4 codes (W4A8) 4 words, word j
+ * holding A registers 2j (low nibbles of its bytes) and 2j + 1 (high nibbles), which the kernel widens
+ * to s8 in registers. */
+static int64_t w8a8_word(int bits, int64_t k, int64_t row, int64_t col, int *shift)
 {
-    int lane, word;
-    w8a8_coords((int)(row % 16), (int)(col % WB_KW), &lane, &word, byte);
-    return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * 8 + word;
+    int lane, word, byte;
+    w8a8_coords((int)(row % 16), (int)(col % WB_KW), &lane, &word, &byte);
+    *shift = 8 * byte + (bits == 4 ? 4 * (word & 1) : 0);
+    return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * bits + word * bits / 8;
 }
 
 /* W8A8 codes are the s8 or fp8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA.
@@ -116,13 +120,13 @@ static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const
 {
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
-            int byte;
+            int shift;
             uint8_t code = codes[row * k + col];
             if (f->w.kind == WB_KIND_FLOAT && !finite_code(f->w, code))
                 return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
                                code, (long long)row, (long long)col);
-            int64_t wi = w8a8_word(k, row, col, &byte);
-            pw[wi] |= (uint32_t)code << (8 * byte);
+            int64_t wi = w8a8_word(f->w.bits, k, row, col, &shift);
+            pw[wi] |= (uint32_t)code << shift;
         }
     return WB_OK;
 }
@@ -142,7 +146,7 @@ static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, const wb_host_wei
 
 static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, wb_packed *out)
 {
-    out->w_bytes = (size_t)(n * k);
+    out->w_bytes = (size_t)(n * k * f->w.bits / 8);
     out->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
     out->w = calloc(1, out->w_bytes);
     out->chan = malloc(out->chan_bytes);
@@ -238,9 +242,9 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     const uint32_t *pw = p->w;
     for (int64_t row = 0; wb_format_w8a8(f) && row < n; row++)
         for (int64_t col = 0; col < k; col++) {
-            int byte;
-            int64_t wi = w8a8_word(k, row, col, &byte); /* sets byte first */
-            codes[row * k + col] = (uint8_t)(pw[wi] >> (8 * byte));
+            int shift;
+            int64_t wi = w8a8_word(bits, k, row, col, &shift); /* sets shift first */
+            codes[row * k + col] = (uint8_t)((pw[wi] >> shift) & ((1u << bits) - 1));
         }
     if (wb_format_w8a8(f))
         return WB_OK;

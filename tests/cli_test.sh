@@ -73,7 +73,13 @@ if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch
     grep -q 'mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32' "$tmp/out" || fail "int8 on sm_90a: no m16n8k32 s8 mma"
 fi
 expect 2 "int8 with groups is refused" "one f32 scale per output channel only" -- $W ptx int8,g=128 --arch sm_90a
-expect 2 "w4a8-int8 is refused" "a=int8 is not supported by this build yet" -- $W ptx w4a8-int8 --arch sm_90a
+expect 2 "w4a8-int8 (groups) is refused" "a=s8 with w=int4 is supported with one f32 scale per output channel only" \
+    -- $W ptx w4a8-int8 --arch sm_90a
+expect 2 "a=s8 with w=int2 is refused" "a=int8 is not supported by this build yet" -- $W ptx a=s8,w=int2,ws=f32,g=0 --arch sm_90a
+if expect 0 "W4A8 (s8 x int4, per channel) builds on sm_90a" "" -- $W ptx a=s8,w=int4,ws=f32,g=0 --arch sm_90a --m 300 --n 256 --k 256; then
+    grep -q 'dequant rule: int4 -> s8' "$tmp/out" || fail "W4A8: no widening rule in the annotated PTX"
+    grep -q 'wgmma.mma_async.sync.aligned.m64n.*k32.s32.s8.s8' "$tmp/out" || fail "W4A8 at M = 300: no wgmma s8"
+fi
 
 # ---- formats
 expect 0 "formats" "" -- $W formats

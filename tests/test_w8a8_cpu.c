@@ -426,7 +426,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     ck_assert(w && acodes && ws && as && x && bias && out && ref);
     int fp8 = wb_format_w8a8_fp8(&f);
     for (int64_t i = 0; i < n * k; i++)
-        w[i] = fp8 ? random_fp8(f.w, &st) : (uint8_t)wbt_next(&st);
+        w[i] = fp8 ? random_fp8(f.w, &st) : (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1)); /* int8 or int4 */
     for (int64_t i = 0; i < n; i++) {
         ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
         bias[i] = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2)
@@ -472,7 +472,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         /* bitwise: the exact s32 sum, to f32, times ws[n], times as[m], plus the bias, rounded once */
         int64_t row = i / n, col = i % n, sum = 0;
         for (int64_t j = 0; j < k; j++)
-            sum += (int8_t)acodes[row * k + j] * (int8_t)w[col * k + j];
+            sum += (int8_t)acodes[row * k + j] * ((int)(w[col * k + j] ^ (1u << (f.w.bits - 1))) - (1 << (f.w.bits - 1)));
         float v = (float)sum * ws[col] * as[row];
         if (f.bias)
             v += f.out.kind == WB_KIND_BF16 ? (float)wb_bf16_to_double(bias[col]) : (float)wb_f16_to_double(bias[col]);
@@ -507,6 +507,20 @@ START_TEST(w8a8_kernel_matches_reference)
         run_case("int8,out=f16,bias=1", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
     }
     run_case("int8", WB_ARCH_SM100A, 1, 256, 4096, (wb_config){0}); /* the widest split K */
+}
+END_TEST
+
+/* W4A8 (s8 x int4): the int4 words widened to s8 in registers, then the same kernel, bit for bit. */
+START_TEST(w4a8_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 16, 37, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s8,w=int4,ws=f32,g=0,bias=1", WB_ARCH_SM90A, ms[i], 128, 512, (wb_config){.mma = WB_MMA_SYNC});
+        run_case("a=s8,w=int4,ws=f32,g=0,out=f16", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
+    }
+    run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM89, 7, 256, 1024,
+             (wb_config){.m_tiles = 1, .warps_n = 2, .warps_k = 8, .stages = 2});
 }
 END_TEST
 
@@ -559,6 +573,7 @@ int main(void)
     tcase_set_timeout(t, 600);
     tcase_add_test(t, w8a8_kernel_matches_reference);
     tcase_add_test(t, w8a8_kernel_forced_configs);
+    tcase_add_test(t, w4a8_kernel_matches_reference);
     tcase_add_test(t, fp8_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);

@@ -199,8 +199,9 @@ static int builds_on(const char *spec, wb_arch arch)
     return ok;
 }
 
-/* Part (e): W8A8. s8 x int8 on the integer MMA (every target): the preset (bf16 output) and an
- * f16-output variant with a bias (the one sm_75 runs), at M = 1, 7, 16, 100, 300, every element
+/* Part (e): W8A8. s8 x int8 on the integer MMA (every target), and s8 x int4 (W4A8, the int4 words
+ * widened to s8): a bf16-output spec and an f16-output one with a bias (the one sm_75 runs), at M =
+ * 1, 7, 16, 100, 300, every element
  * compared (100 and 300 run wgmma on sm_90a), then M = 1000 and 4096 on bigger shapes (the wide
  * wgmma tiles), sampled. fp8 (e4m3/e5m2 x e4m3/e5m2, f32 sums) only for a target `arch` that builds
  * it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma): the fp8 preset and its
@@ -208,7 +209,8 @@ static int builds_on(const char *spec, wb_arch arch)
  * with both outputs, at one M. One M of each list, rotating, when quick. */
 static int plan_w8a8(plan *p, int quick, int arch)
 {
-    static const char *const specs[] = {"int8", "int8,out=f16,bias=1"};
+    static const char *const specs[] = {"int8", "int8,out=f16,bias=1", "a=s8,w=int4,ws=f32,g=0",
+                                        "a=s8,w=int4,ws=f32,g=0,out=f16,bias=1"};
     static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "a=e4m3,w=e5m2,ws=f32,g=0",
                                       "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e4m3,ws=f32,g=0",
                                       "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,bias=1",
@@ -221,7 +223,7 @@ static int plan_w8a8(plan *p, int quick, int arch)
             if (!quick || i == s + 1)
                 rc = plan_add(p, specs[s], ms[i], 256, 1024, 1);
         for (size_t i = 0; i < sizeof big / sizeof big[0] && !rc; i++)
-            if (!quick || i == s)
+            if (!quick || i == s % 2)
                 rc = plan_add(p, specs[s], big[i][0], big[i][1], big[i][2], 0);
     }
     for (size_t s = 0; arch >= 0 && s < sizeof fp8 / sizeof fp8[0] && !rc; s++) {
