@@ -45,6 +45,9 @@ for peer in int8 fp8; do
   PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec $peer --peer $peer --shapes 8192x8192 \
     --m 1,16,256,4096,16384 --out "$OUT/$peer.jsonl" >"$OUT/$peer.log" 2>&1 || tail -20 "$OUT/$peer.log"
 done
+# W4A8 (s8 x int4 per channel) beside torch._int_mm
+PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec a=s8,w=int4,ws=f32,g=0 --peer int8 \
+  --shapes 8192x8192 --m 1,16,256,4096,16384 --out "$OUT/w4a8.jsonl" >"$OUT/w4a8.log" 2>&1 || tail -20 "$OUT/w4a8.log"
 # host dispatch of wb_layer_gemm (issue 4: at most 5 us a call), decode and large M
 step 60 build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
   tail -5 "$OUT/dispatch.jsonl"
