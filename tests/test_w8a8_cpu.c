@@ -1,4 +1,5 @@
-/* The W8A8 kernels (a=s8, w=int8 on the integer mma.sync; e4m3/e5m2 on the fp8 one) run on the CPU: their instruction IR, as
+/* The W8A8 kernels (a=s8, w=int8 or int4 on the integer mma.sync or wgmma; e4m3/e5m2 on the fp8 ones)
+ * run on the CPU: their instruction IR, as
  * wb_lower_gemm emits it, is executed by a small SIMT interpreter (every thread of every block, warps
  * meeting at ldmatrix and mma, blocks at bar.sync) on weights from wb_pack_weights and activations
  * from wb_reference_quantize_acts. Every output must have the bits of the exact s32 sum taken to f32,
@@ -7,6 +8,11 @@
  * the PTX fragment layouts (m16n8k32: A rows gid / gid + 8, k 4 tig..; B k 4 tig.. of column gid;
  * C rows gid / gid + 8, columns 2 tig, 2 tig + 1; m8n8k16 the top half of that at k16). cp.async
  * completes at once, so this checks data movement and arithmetic, not the pipeline's timing.
+ *
+ * wgmma (sm_90a: s8 above M = 64, fp8 at every M) is modelled per warp: its 16 rows of m64nNk32 from
+ * the warp's A registers and the B tile that the descriptor addresses (128B swizzle decoded from the
+ * descriptor bits), complete at issue; fence, commit and wait are no-ops. Swapping off the swizzle
+ * or ignoring a false scale-d in the model makes the wgmma cases fail.
  *
  * fp8 (mma.sync m16n8k32 .f32.<w>.<a>.f32, the same fragments with fp8 codes, decoded exactly): the PTX
  * ISA does not define the order or the internal precision in which the tensor core adds the 32 products
@@ -90,7 +96,8 @@ static int jump(const emu *e, const char *label)
 
 static int is_collective(wb_op op)
 {
-    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 || op == WB_OP_MMA_FP8;
+    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 || op == WB_OP_MMA_FP8 ||
+           op == WB_OP_WGMMA_S8 || op == WB_OP_WGMMA_F8;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -227,7 +234,9 @@ static void run_thread(emu *e, int i)
         case WB_OP_BRA_IF: if (th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_RET: th->state = DONE; return;
+        case WB_OP_PACK_B64: *d = (val(th, &o[1]) & 0xffffffffull) | val(th, &o[2]) << 32; break;
         case WB_OP_CP_ASYNC_COMMIT: case WB_OP_CP_ASYNC_WAIT: case WB_OP_GRIDDEP_WAIT: case WB_OP_GRIDDEP_LAUNCH:
+        case WB_OP_WGMMA_FENCE: case WB_OP_WGMMA_COMMIT: case WB_OP_WGMMA_WAIT: case WB_OP_FENCE_PROXY_ASYNC:
         case WB_OP_LABEL: case WB_OP_COMMENT: break;
         default: ck_abort_msg("instruction op %d is not modelled", (int)in->op);
         }
@@ -280,6 +289,64 @@ static void run_mma_fp8(const wb_insn *in, uint64_t *r[32])
             r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
 }
 
+/* Byte (token n, k) of the K-major 8-bit tile a wgmma B descriptor points at: start address bits 0..13
+ * (<< 4), stride between 8-row groups bits 32..45 (<< 4), 128B swizzle (mode 1 in bits 62..63: the
+ * 16-byte chunk index, address bits 4..6, XORed with the row within the 1024-byte atom, bits 7..9). */
+static uint8_t wgmma_b_byte(emu *e, uint64_t desc, int n, int k)
+{
+    CHECK(desc >> 62 == 1, "wgmma descriptor swizzle mode %d is not modelled", (int)(desc >> 62));
+    uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+    uint64_t lin = start + (uint64_t)(n / 8) * sbo + (uint64_t)(n % 8) * 128 + (uint64_t)k;
+    return *shared_at(e, lin ^ (((lin >> 7) & 7) << 4), 1);
+}
+
+/* wgmma m64nNk32 with 8-bit A in registers, one warp's 16 rows of it (rows depend on this warp's A
+ * fragment and write only its D fragment, so a warp is modelled on its own, run when it arrives; the
+ * group is complete at once): A as m16n8k32's A, B from shared memory through the descriptor, D as
+ * m16n8's repeated along N (N / 8 blocks of 4 registers). scale-d false: D = A x B. s8: exact s32,
+ * wrapping; fp8: each output plus the exact sum of its 32 products, rounded once to f32, as for
+ * mma.sync (head comment). */
+static void run_wgmma(emu *e, const wb_insn *in, uint64_t *r[32])
+{
+    const wb_opnd *o = in->o;
+    int fp8 = in->op == WB_OP_WGMMA_F8, nn = 2 * (int)o[0].v;
+    wb_type ta = {0}, tb = {0};
+    if (fp8)
+        ta = fp8_type(strstr(in->type, ".f32.") + 5, 0), tb = fp8_type(strstr(in->type, ".f32.") + 5, 1);
+    double a[16][32], c[16][256];
+    uint64_t desc = r[0][o[2].v];
+    int acc = r[0][o[3].v] != 0;
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int q = 0; q < 4; q++)
+            for (int reg = 0; reg < 4; reg++) {
+                uint8_t code = (uint8_t)byte_of(r[l][o[1].list[reg].id], q);
+                a[gid + 8 * (reg & 1)][(reg >> 1) * 16 + tig * 4 + q] = fp8 ? wb_type_decode(ta, code) : (int8_t)code;
+            }
+        for (int j = 0; j < nn / 8; j++)
+            for (int i = 0; i < 4; i++) {
+                uint64_t v = r[l][o[0].list[j * 4 + i].id];
+                c[gid + 8 * (i >> 1)][j * 8 + tig * 2 + (i & 1)] = fp8 ? (double)as_f32(v) : (double)(int32_t)(uint32_t)v;
+            }
+    }
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < nn; n++) {
+            double sum = 0; /* exact: s8 products summed below 2^53; fp8 as run_mma_fp8 */
+            for (int k = 0; k < 32; k++) {
+                uint8_t code = wgmma_b_byte(e, desc, n, k);
+                sum += a[m][k] * (fp8 ? wb_type_decode(tb, code) : (double)(int8_t)code);
+            }
+            double prev = acc ? c[m][n] : 0;
+            c[m][n] = fp8 ? (double)(float)(prev + sum) : (double)(int32_t)(uint32_t)(uint64_t)(int64_t)(prev + sum);
+        }
+    for (int l = 0; l < 32; l++)
+        for (int j = 0; j < nn / 8; j++)
+            for (int i = 0; i < 4; i++) {
+                double v = c[l / 4 + 8 * (i >> 1)][j * 8 + (l % 4) * 2 + (i & 1)];
+                r[l][o[0].list[j * 4 + i].id] = fp8 ? from_f32((float)v) : (uint32_t)(int32_t)v;
+            }
+}
+
 /* The warp's collective op at lanes base..base+31 (all at the same instruction). */
 static void run_collective(emu *e, int base)
 {
@@ -302,6 +369,10 @@ static void run_collective(emu *e, int base)
     }
     if (in->op == WB_OP_MMA_FP8) {
         run_mma_fp8(in, r);
+        return;
+    }
+    if (in->op == WB_OP_WGMMA_S8 || in->op == WB_OP_WGMMA_F8) {
+        run_wgmma(e, in, r);
         return;
     }
     int k32 = in->op == WB_OP_MMA_S8_K32, rows = k32 ? 16 : 8, kk = k32 ? 32 : 16;
@@ -496,8 +567,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
 
 /* The heuristic's kernels for decode and prefill shapes: split K (s32 reduction), several m-tiles,
  * tails past M; m16n8k32 with cp.async (sm_80, sm_90a) and m8n8k16 with plain loads (sm_75). On sm_90a
- * mma.sync is forced: above M = 64 the heuristic picks wgmma, which this interpreter does not model
- * (the H200's selftest checks it). */
+ * mma.sync is forced (above M = 64 the heuristic picks wgmma: w8a8_wgmma_kernel_matches_reference). */
 START_TEST(w8a8_kernel_matches_reference)
 {
     static const int64_t ms[] = {1, 7, 16, 37, 100, 300};
@@ -507,6 +577,21 @@ START_TEST(w8a8_kernel_matches_reference)
         run_case("int8,out=f16,bias=1", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
     }
     run_case("int8", WB_ARCH_SM100A, 1, 256, 4096, (wb_config){0}); /* the widest split K */
+}
+END_TEST
+
+/* The wgmma kernels of sm_90a (M > 64 for s8; every M for fp8): k128 slices, the 128B-swizzled 8-bit
+ * tile read through descriptors, the rotated loop, fp8's two-level sums; 128- and 256-token tiles,
+ * tails past M. */
+START_TEST(w8a8_wgmma_kernel_matches_reference)
+{
+    run_case("int8", WB_ARCH_SM90A, 100, 256, 1024, (wb_config){0});
+    run_case("int8,out=f16,bias=1", WB_ARCH_SM90A, 300, 128, 512, (wb_config){0});
+    run_case("int8", WB_ARCH_SM90A, 257, 128, 512, (wb_config){.m_tiles = 32, .warps_n = 8});
+    run_case("a=s8,w=int4,ws=f32,g=0,bias=1", WB_ARCH_SM90A, 100, 128, 1024, (wb_config){0});
+    run_case("fp8", WB_ARCH_SM90A, 1, 128, 1024, (wb_config){0});
+    run_case("fp8,out=f16,bias=1", WB_ARCH_SM90A, 100, 128, 512, (wb_config){0});
+    run_case("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM90A, 16, 256, 512, (wb_config){0});
 }
 END_TEST
 
@@ -574,6 +659,7 @@ int main(void)
     tcase_add_test(t, w8a8_kernel_matches_reference);
     tcase_add_test(t, w8a8_kernel_forced_configs);
     tcase_add_test(t, w4a8_kernel_matches_reference);
+    tcase_add_test(t, w8a8_wgmma_kernel_matches_reference);
     tcase_add_test(t, fp8_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
