@@ -42,6 +42,13 @@ static inline int wb_format_w8a8_fp8(const wb_format *f)
     return wb_format_w8a8(f) && f->a.kind == WB_KIND_FLOAT;
 }
 
+/* W8A8 whose sums take each slice's product apart (fp8's two-level sums; integer weights with group
+ * scales): the wgmma kernel holds two accumulator tiles. */
+static inline int wb_format_w8a8_slice_sums(const wb_format *f)
+{
+    return wb_format_w8a8(f) && (f->a.kind == WB_KIND_FLOAT || f->g > 0);
+}
+
 /* The operands a tile can hold. */
 typedef enum wb_operand {
     WB_OPERAND_A,     /* activations, M x K */

@@ -51,9 +51,9 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     if (!c->warps_k)
         c->warps_k = 1;
     int64_t sms = t->sm_count_hint;
-    /* no wider wgmma than M needs (wgmma forced at small M); fp8 holds its sums and a slice's product
-     * (two f32 tiles): at most 128 tokens */
-    int mt_cap = 1, mt_max = wb_format_w8a8_fp8(f) ? 16 : 32;
+    /* no wider wgmma than M needs (wgmma forced at small M); fp8 and grouped integer W8A8 hold their
+     * sums and a slice's product (two tiles): at most 128 tokens */
+    int mt_cap = 1, mt_max = wb_format_w8a8_slice_sums(f) ? 16 : 32;
     while (8 * mt_cap < m && mt_cap < mt_max)
         mt_cap *= 2;
     wb_config big = *c, best = *c;
@@ -206,7 +206,7 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
      * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4 (fp8 W8A8 sums are f32: no such limit) */
     int64_t kmax = 1ll << (25 - f->w.bits);
-    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && k >= kmax)
+    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && !f->g && k >= kmax) /* grouped: f32 sums */
         return wb_fail(WB_ERR_INVALID, "a=s8 with w=int%d needs K below %lld (its s32 sums could overflow; got "
                                        "K=%lld)", f->w.bits, (long long)kmax, (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))

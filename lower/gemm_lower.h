@@ -40,6 +40,9 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
+    int grouped;                       /* integer w8a8 with f32 weight scales per group along K: each
+                                          slice's s32 product, scaled, goes into f32 sums */
+    wb_reg gscale[2];                  /* grouped on wgmma: the slice's scales of channels gid, gid + 8 */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
@@ -154,6 +157,9 @@ wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
+
+void wb_gemm_group_scales(lw *L, wb_reg s[2]);
+void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2]);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

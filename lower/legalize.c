@@ -84,9 +84,13 @@ static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
     if (f->ag || f->ags || f->as.kind != WB_KIND_F32)
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is supported with one f32 scale per token only (as=f32, ag=0, "
                                            "ags=0) in this build", an);
-    if (f->ws.kind != WB_KIND_F32 || f->g || f->gn != 1 || f->wgs || f->zp != WB_ZP_NONE)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is supported with one f32 scale per output channel "
-                                           "only (ws=f32, g=0, gn=1, wgs=0, zp=none) in this build", an, wn);
+    /* integer weights may have f32 scales per group of a multiple of 128 along K: a slice (k64, or k128
+     * on wgmma) then lies in one group, and its exact s32 product is scaled once */
+    int group_ok = f->g == 0 || (f->w.kind == WB_KIND_INT && f->g % 128 == 0);
+    if (f->ws.kind != WB_KIND_F32 || !group_ok || f->gn != 1 || f->wgs || f->zp != WB_ZP_NONE)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is supported with f32 weight scales per output channel "
+                       "(g=0)%s only (ws=f32, gn=1, wgs=0, zp=none) in this build", an, wn,
+                       f->w.kind == WB_KIND_INT ? " or per group of a multiple of 128 along K" : "");
     if (f->acc.kind != WB_KIND_F32 || !is16(f->out))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s needs acc=f32 and out=f16 or bf16 (got acc=%s, out=%s)", an,
                        wb_type_name(f->acc, wn), wb_type_name(f->out, tn));
@@ -136,9 +140,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);
-    if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > 16)
-        return wb_fail(WB_ERR_UNSUPPORTED, "fp8 on wgmma needs m_tiles 16 or fewer (its registers hold the f32 sums "
-                                           "and each k64 slice's product; got %d)", c->m_tiles);
+    if (wb_format_w8a8_slice_sums(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > 16)
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles 16 or fewer (its registers hold the f32 sums "
+                                           "and each k128 slice's product; got %d)",
+                       wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups", c->m_tiles);
     if (wb_format_w8a8(f) && c->load == WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "8-bit activations are loaded by cp.async in this build (--load tma is "
                                            "built for 16-bit activations only)");

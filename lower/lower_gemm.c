@@ -475,7 +475,30 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
 }
 
 /* The sums are s32 (the integer MMA of s8 W8A8); every other kernel's are f32. */
-static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float; }
+static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped; }
+
+/* Grouped integer W8A8: this slice's f32 weight scales of the thread's channels gid and gid + 8, from
+ * p_scale ([K/g][N] f32; a slice lies in one group, since g is a multiple of 128). */
+void wb_gemm_group_scales(lw *L, wb_reg s[2])
+{
+    wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg group = divi(L, muli(L, slice, L->lay.slice_k), L->fmt->g);
+    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_imm(16), wb_r(L->gid));
+    wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(group), wb_r(L->n), wb_r(ch));
+    for (int h = 0; h < 2; h++) {
+        s[h] = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(s[h]), wb_r(addr64(L, L->s, addi(L, idx, 8 * h), 4)));
+    }
+}
+
+/* Grouped integer W8A8: c (f32) += scale x part (s32), elements 0 and 1 of each m-tile being channel gid,
+ * 2 and 3 channel gid + 8. */
+void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2])
+{
+    for (int i = 0; i < L->cfg->m_tiles * 4; i++)
+        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(cvt(L, "rn.f32.s32", WB_RC_F32, part[i])),
+                wb_r(s[(i & 3) >> 1]), wb_r(c[i]));
+}
 
 static void lower_acc(lw *L, int value)
 {
@@ -609,7 +632,19 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         wb_wgmma_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->a8_float)
         mma_fp8_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8)
+    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's exact product, then its group scale */
+        int nacc = L->cfg->m_tiles * 4;
+        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), s2[2];
+        if (!part) {
+            L->f->oom = 1;
+            return;
+        }
+        for (int i = 0; i < nacc; i++)
+            part[i] = mov(L, "s32", WB_RC_B32, wb_imm(0));
+        wb_gemm_group_scales(L, s2);
+        mma_s8_steps(L, part, a, b);
+        wb_gemm_scale_part(L, c, part, s2);
+    } else if (c && a && b && L->w8a8)
         mma_s8_steps(L, c, a, b);
     else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});
@@ -739,6 +774,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
+    L.grouped = L.w8a8 && !L.a8_float && k->fmt.g > 0;
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;

@@ -10,7 +10,7 @@ void wb_wgmma_setup(lw *L)
 {
     L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
-    if (L->a8_float) {
+    if (L->a8_float || L->grouped) {
         L->pfalse = wb_new_reg(L->f, WB_RC_PRED);
         wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->pfalse), wb_r(mov(L, "u32", WB_RC_B32, wb_imm(1))), wb_imm(0));
     }
@@ -103,6 +103,10 @@ static void land_next(lw *L, int pending, int dist)
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
 static void promote(lw *L)
 {
+    if (L->part && L->grouped) { /* grouped integer W8A8: the slice's s32 product times its group scale */
+        wb_gemm_scale_part(L, L->vals_acc, L->part, L->gscale);
+        return;
+    }
     for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
         wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
 }
@@ -178,11 +182,11 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     for (int i = 0; copy && i < 4 * steps; i++)
         copy[i] = mov(L, "b32", WB_RC_B32, wb_r(a[i]));
     const wb_reg *x = copy ? copy : a;
-    if (L->a8_float && !L->part) {
+    if ((L->a8_float || L->grouped) && !L->part) {
         L->vals_acc = c;
         L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
         for (int i = 0; L->part && i < nacc; i++)
-            L->part[i] = wb_new_reg(L->f, WB_RC_F32);
+            L->part[i] = wb_new_reg(L->f, L->grouped ? WB_RC_B32 : WB_RC_F32);
         if (!L->part) {
             L->f->oom = 1;
             return;
@@ -199,6 +203,8 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
+    if (L->grouped) /* loaded before the group, used after its wait (promote) */
+        wb_gemm_group_scales(L, L->gscale);
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)

@@ -131,11 +131,20 @@ static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const
     return WB_OK;
 }
 
-/* W8A8's chan array: the f32 scale of each channel, then (bias=1) the f32 bias of each. */
-static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, const wb_host_weights *w, float *pc)
+/* W8A8's chan array: the f32 scale of each channel, then (bias=1) the f32 bias of each. With groups
+ * (g > 0) the channel scale is 1 and the group scales go to `gs` as [K/g][N] f32. */
+static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, float *pc,
+                                float *gs)
 {
+    int64_t groups = f->g ? k / f->g : 0;
     for (int64_t i = 0; i < n; i++) {
-        pc[i] = (float)read_elem(f->ws, w->w_scale, i);
+        pc[i] = f->g ? 1.0f : (float)read_elem(f->ws, w->w_scale, i);
+        for (int64_t gi = 0; gi < groups; gi++) {
+            gs[gi * n + i] = (float)read_elem(f->ws, w->w_scale, i * groups + gi);
+            if (!isfinite(gs[gi * n + i]))
+                return wb_fail(WB_ERR_INVALID, "scale %g of channel %lld, group %lld is not finite",
+                               (double)gs[gi * n + i], (long long)i, (long long)gi);
+        }
         if (!isfinite(pc[i]))
             return wb_fail(WB_ERR_INVALID, "scale %g of channel %lld is not finite", (double)pc[i], (long long)i);
     }
@@ -148,15 +157,17 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
 {
     out->w_bytes = (size_t)(n * k * f->w.bits / 8);
     out->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
+    out->scale_bytes = f->g ? (size_t)(n * (k / f->g)) * 4 : 0;
     out->w = calloc(1, out->w_bytes);
     out->chan = malloc(out->chan_bytes);
-    if (!out->w || !out->chan) {
+    out->scale = out->scale_bytes ? malloc(out->scale_bytes) : NULL;
+    if (!out->w || !out->chan || (out->scale_bytes && !out->scale)) {
         wb_packed_free(out);
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
     wb_status s = pack_codes_w8a8(f, n, k, w->w, out->w);
     if (!s)
-        s = pack_chan_w8a8(f, n, w, out->chan);
+        s = pack_chan_w8a8(f, n, k, w, out->chan, out->scale);
     if (s)
         wb_packed_free(out);
     return s;

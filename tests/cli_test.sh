@@ -72,9 +72,10 @@ expect 2 "fp8-block is refused" "one f32 scale per token only" -- $W ptx fp8-blo
 if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32' "$tmp/out" || fail "int8 on sm_90a: no m16n8k32 s8 mma"
 fi
-expect 2 "int8 with groups is refused" "one f32 scale per output channel only" -- $W ptx int8,g=128 --arch sm_90a
-expect 2 "w4a8-int8 (groups) is refused" "a=s8 with w=int4 is supported with one f32 scale per output channel only" \
-    -- $W ptx w4a8-int8 --arch sm_90a
+expect 2 "int8 with groups of 64 is refused" "or per group of a multiple of 128 along K only" -- $W ptx int8,g=64 --arch sm_90a
+if expect 0 "w4a8-int8 (groups of 128) builds" "" -- $W ptx w4a8-int8 --arch sm_90a --m 16 --n 256 --k 256; then
+    grep -q 'fma.rn.f32' "$tmp/out" || fail "w4a8-int8: no scaled slice sums"
+fi
 expect 2 "a=s8 with w=int2 is refused" "a=int8 is not supported by this build yet" -- $W ptx a=s8,w=int2,ws=f32,g=0 --arch sm_90a
 if expect 0 "W4A8 (s8 x int4, per channel) builds on sm_90a" "" -- $W ptx a=s8,w=int4,ws=f32,g=0 --arch sm_90a --m 300 --n 256 --k 256; then
     grep -q 'dequant rule: int4 -> s8' "$tmp/out" || fail "W4A8: no widening rule in the annotated PTX"

@@ -160,13 +160,20 @@ START_TEST(legalizer_refuses_with_reasons)
                                                   "w=e4m3/e5m2, only"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
-    ck_assert_int_eq(ptx_for("w4a8-int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s8 with w=int4 is supported with one f32 scale per output channel only"));
+    ck_assert_int_eq(ptx_for("w4a8-int8,g=64", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s8 with w=int4 is supported with f32 weight scales per output "
+                                                  "channel (g=0) or per group of a multiple of 128 along K only"));
+    ck_assert_int_eq(ptx_for("w4a8-int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_OK);
+    free(ptx);
+    ptx = NULL;
     ck_assert_int_eq(ptx_for("a=s8,w=int3,ws=f32,g=0", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_103a is mma.sync m16n8k32 s8"));
-    /* W8A8 is built for one f32 scale per token and per channel, on mma.sync, bf16 output from sm_80 */
-    ck_assert_int_eq(ptx_for("int8,g=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per output channel only"));
+    /* W8A8 is built for one f32 scale per token, f32 weight scales per channel or per group of 128k, bf16
+     * output from sm_80 */
+    ck_assert_int_eq(ptx_for("int8,g=64", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "or per group of a multiple of 128 along K only"));
+    ck_assert_int_eq(ptx_for("int8,g=128,gn=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "(ws=f32, gn=1, wgs=0, zp=none)"));
     ck_assert_int_eq(ptx_for("int8,ag=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per token only"));
     ck_assert_int_eq(ptx_for("a=s8,w=uint8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
@@ -458,8 +465,8 @@ START_TEST(fp8_w8a8_per_architecture)
         const char *spec, *why;
     } formats[] = {
         {"fp8-block", "a=e4m3 is supported with one f32 scale per token only (as=f32, ag=0, ags=0) in this build"},
-        {"fp8,g=128", "a=e4m3 with w=e4m3 is supported with one f32 scale per output channel only"},
-        {"fp8,ws=bf16", "one f32 scale per output channel only"},
+        {"fp8,g=128", "a=e4m3 with w=e4m3 is supported with f32 weight scales per output channel (g=0) only"},
+        {"fp8,ws=bf16", "f32 weight scales per output channel (g=0) only"},
         {"fp8,as=e4m3", "one f32 scale per token only"},
         {"fp8,acc=f16", "a=e4m3 needs acc=f32 and out=f16 or bf16 (got acc=f16, out=bf16)"},
         {"w4a8-fp8", "a=e4m3 is not supported by this build yet"},

@@ -196,6 +196,10 @@ static void run_thread(emu *e, int i)
         case WB_OP_CVT: *d = cvt(in->type, val(th, &o[1])); break;
         case WB_OP_MUL_F32: *d = from_f32(as_f32(val(th, &o[1])) * as_f32(val(th, &o[2]))); break;
         case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
+        case WB_OP_FMA_X2:
+            CHECK(strcmp(in->type, "f32") == 0, "fma.rn.%s is not modelled", in->type);
+            *d = from_f32(fmaf(as_f32(val(th, &o[1])), as_f32(val(th, &o[2])), as_f32(val(th, &o[3]))));
+            break;
         case WB_OP_LD_PARAM: {
             int p = 0;
             while (p < 9 && strcmp(param_names[p], o[1].text) != 0)
@@ -454,17 +458,20 @@ static uint8_t random_fp8(wb_type t, uint64_t *st)
     }
 }
 
-/* One fp8 output against the float64 reference: within one rounding of the output type plus 2^-20 of
- * the sum of |products| (head comment). */
-static void check_fp8_output(const wb_format *f, const char *spec, wb_arch arch, const char *conf, int64_t row,
-                             int64_t col, int64_t k, const uint8_t *acodes, const uint8_t *w, const float *ws,
-                             const float *as, uint16_t got, double ref)
+/* One output of f32 sums (fp8; integer weights with group scales, whose scaled slices are added in
+ * f32) against the float64 reference: within one rounding of the output type plus 2^-20 of the sum of
+ * |products| (head comment). ws: [N][K/g] (g = 0: [N]). */
+static void check_bounded_output(const wb_format *f, const char *spec, wb_arch arch, const char *conf, int64_t row,
+                                 int64_t col, int64_t k, const uint8_t *acodes, const uint8_t *w, const float *ws,
+                                 const float *as, uint16_t got, double ref)
 {
     int bf = f->out.kind == WB_KIND_BF16;
+    int64_t groups = f->g ? k / f->g : 1;
     double mag = 0;
     for (int64_t j = 0; j < k; j++)
-        mag += fabs(wb_type_decode(f->a, acodes[row * k + j]) * wb_type_decode(f->w, w[col * k + j]));
-    mag *= fabs((double)ws[col] * (double)as[row]);
+        mag += fabs(wb_type_decode(f->a, acodes[row * k + j]) * wb_type_decode(f->w, w[col * k + j]) *
+                    (double)ws[col * groups + (f->g ? j / f->g : 0)]);
+    mag *= fabs((double)as[row]);
     double o = bf ? wb_bf16_to_double(got) : wb_f16_to_double(got);
     double tol = fabs(ref) * (bf ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
     CHECK(isfinite(o) && fabs(o - ref) <= tol, "%s %s [%s]: out[%lld][%lld] = %g, reference %g (bound %g)", spec,
@@ -491,15 +498,17 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     /* data: s8 weight codes, f32 channel scales, a bias; f32 activations quantized per token */
     uint64_t st = wbt_seed() ^ (uint64_t)(m * 131 + arch);
     uint8_t *w = malloc((size_t)(n * k)), *acodes = malloc((size_t)(m * k));
-    float *ws = malloc((size_t)n * 4), *as = malloc((size_t)m * 4), *x = malloc((size_t)(m * k) * 4);
+    int64_t groups = f.g ? k / f.g : 1;
+    float *ws = malloc((size_t)(n * groups) * 4), *as = malloc((size_t)m * 4), *x = malloc((size_t)(m * k) * 4);
     uint16_t *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
     double *ref = malloc((size_t)(m * n) * sizeof *ref);
     ck_assert(w && acodes && ws && as && x && bias && out && ref);
     int fp8 = wb_format_w8a8_fp8(&f);
     for (int64_t i = 0; i < n * k; i++)
         w[i] = fp8 ? random_fp8(f.w, &st) : (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1)); /* int8 or int4 */
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n * groups; i++)
         ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
+    for (int64_t i = 0; i < n; i++) {
         bias[i] = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2)
                                              : wb_f16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2);
     }
@@ -537,9 +546,10 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         }
     char conf[128];
     wb_config_print(&cfg, conf, sizeof conf);
-    for (int64_t i = 0; fp8 && i < m * n; i++)
-        check_fp8_output(&f, spec, arch, conf, i / n, i % n, k, acodes, w, ws, as, out[i], ref[i]);
-    for (int64_t i = 0; !fp8 && i < m * n; i++) {
+    int exact = !fp8 && !f.g;
+    for (int64_t i = 0; !exact && i < m * n; i++)
+        check_bounded_output(&f, spec, arch, conf, i / n, i % n, k, acodes, w, ws, as, out[i], ref[i]);
+    for (int64_t i = 0; exact && i < m * n; i++) {
         /* bitwise: the exact s32 sum, to f32, times ws[n], times as[m], plus the bias, rounded once */
         int64_t row = i / n, col = i % n, sum = 0;
         for (int64_t j = 0; j < k; j++)
@@ -592,6 +602,22 @@ START_TEST(w8a8_wgmma_kernel_matches_reference)
     run_case("fp8", WB_ARCH_SM90A, 1, 128, 1024, (wb_config){0});
     run_case("fp8,out=f16,bias=1", WB_ARCH_SM90A, 100, 128, 512, (wb_config){0});
     run_case("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM90A, 16, 256, 512, (wb_config){0});
+}
+END_TEST
+
+/* Integer weights with f32 scales per group of 128 or 256 along K (w4a8-int8 and its int8 sibling):
+ * each slice's exact s32 product times its group's scale, into f32 sums; split K, the m8n8k16 shape,
+ * and wgmma. */
+START_TEST(w8a8_groups_match_reference)
+{
+    static const int64_t ms[] = {1, 16, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("w4a8-int8", WB_ARCH_SM80, ms[i], 128, 1024, (wb_config){0});
+        run_case("a=s8,w=int8,ws=f32,g=256,out=f16,bias=1", WB_ARCH_SM75, ms[i], 128, 1024, (wb_config){0});
+        run_case("w4a8-int8,bias=1", WB_ARCH_SM90A, ms[i], 128, 1024, (wb_config){0});
+    }
+    run_case("a=s8,w=int8,ws=f32,g=128", WB_ARCH_SM89, 7, 128, 2048,
+             (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
 }
 END_TEST
 
@@ -660,6 +686,7 @@ int main(void)
     tcase_add_test(t, w8a8_kernel_forced_configs);
     tcase_add_test(t, w4a8_kernel_matches_reference);
     tcase_add_test(t, w8a8_wgmma_kernel_matches_reference);
+    tcase_add_test(t, w8a8_groups_match_reference);
     tcase_add_test(t, fp8_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
