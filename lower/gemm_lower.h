@@ -46,8 +46,9 @@ typedef struct lw {
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
-    wb_reg pfalse, *part, *vals_acc;   /* wgmma fp8: scale-d of a slice's first step, the slice's f32
-                                          product, the f32 sums it is added to */
+    wb_reg pfalse, *part, *vals_acc;   /* wgmma with slice sums (fp8, grouped): scale-d of a slice's
+                                          first step, the slice's product (f32, or s32 when grouped),
+                                          the f32 sums it goes into (promote) */
     int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
