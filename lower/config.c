@@ -44,10 +44,11 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
  * (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192), else the first preferred shape with a block for nearly every SM, else the
  * shape with the most blocks. Then the deepest pipeline that fits beside the blocks an SM runs at
  * once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
-static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
+static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     if (!c->load)
         c->load = WB_LOAD_CP_ASYNC;
+    int forced_wk = c->warps_k != 0;
     if (!c->warps_k)
         c->warps_k = 1;
     int64_t sms = t->sm_count_hint;
@@ -83,11 +84,19 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         c->m_tiles = mt_cap < 4 ? mt_cap : 4;
     if (!c->warps_n)
         c->warps_n = 4;
+    /* decode (wgmma at M <= 16: fp8 on sm_90a, or forced): each block's warpgroups split K, up to
+     * 24 warps per SM, as the mma.sync kernel's warps do: one warpgroup per 64 channels leaves too
+     * few bytes in flight to stream the weights */
+    int slice_k = wb_format_w8a8(f) ? 2 * WB_KW : WB_KW;
+    while (!forced_wk && m <= 16 && c->load != WB_LOAD_TMA && c->warps_n * c->warps_k * 2 <= 16 &&
+           k % (slice_k * c->warps_k * 2) == 0 &&
+           wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
+        c->warps_k *= 2;
     if (!c->stages) {
         wb_layout lay;
         c->stages = 1;
         wb_layout_get(f, c, &lay);
-        int64_t threads = 32 * c->warps_n, by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads);
+        int64_t threads = 32 * c->warps_n * c->warps_k, by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads);
         int64_t per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
         per_sm = per_sm < by_regs ? per_sm : by_regs;
         per_sm = per_sm < 1 ? 1 : per_sm;
@@ -121,7 +130,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->mma = fp8_wgmma || (!c->batch_invariant && (tma_wgmma || wants_wgmma(t, f, c, m, n, k))) ? WB_MMA_WGMMA
                                                                                               : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
-        choose_wgmma(t, f, m, n, c);
+        choose_wgmma(t, f, m, n, k, c);
         return WB_OK;
     }
     if (!c->load)

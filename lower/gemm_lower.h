@@ -40,8 +40,9 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
-    int grouped;                       /* integer w8a8 with f32 weight scales per group along K: each
-                                          slice's s32 product, scaled, goes into f32 sums */
+    int w4_f8;                         /* int4 weights on the fp8 MMA: widened to e4m3 codes of n x 2^-9 */
+    int grouped;                       /* w8a8 with f32 weight scales per group along K: each slice's
+                                          product (s32, or f32 on fp8), scaled, goes into f32 sums */
     wb_reg gscale[2];                  /* grouped on wgmma: the slice's scales of channels gid, gid + 8 */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
@@ -60,6 +61,12 @@ typedef struct lw {
 static inline int wb_gemm_w_words(const lw *L)
 {
     return L->lay.w_bytes / 128;
+}
+
+/* The weight type the 8-bit MMA names: the code's own, or e4m3 for int4 widened on the fp8 MMA. */
+static inline const char *wb_gemm_mma_w_type(const lw *L, char buf[8])
+{
+    return L->w4_f8 ? "e4m3" : wb_type_name(L->fmt->w, buf);
 }
 
 /* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */

@@ -164,9 +164,13 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         if (c->stages < 3)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs 3 or more stages (a group in flight reads "
                                                "one stage while the copies fill another; got %d)", c->stages);
-        if (c->warps_k != 1 || (c->warps_n != 4 && c->warps_n != 8))
-            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs warps_k 1 and warps_n 4 or 8 (one or two "
-                                               "warpgroups of 64 channels; got %d x %d)", c->warps_n, c->warps_k);
+        if ((c->warps_n != 4 && c->warps_n != 8) || !pow2_in(c->warps_k, 1, 4) || c->warps_n * c->warps_k > 16)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs warps_n 4 or 8 (warpgroups of 64 channels) and "
+                                               "warps_k 1, 2 or 4 (warpgroups splitting K), at most 16 warps; "
+                                               "got %d x %d", c->warps_n, c->warps_k);
+        if (c->load == WB_LOAD_TMA && c->warps_k != 1)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--load tma copies one slice per stage: it needs warps_k 1 (got %d)",
+                           c->warps_k);
         if (!pow2_in(c->m_tiles, 1, 32))
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs m_tiles 1, 2, 4, 8, 16 or 32 (wgmma N = 8 to "
                                                "256 tokens; got %d)", c->m_tiles);

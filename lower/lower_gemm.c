@@ -477,7 +477,7 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
 /* The sums are s32 (the integer MMA of s8 W8A8); every other kernel's are f32. */
 static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped; }
 
-/* Grouped integer W8A8: this slice's f32 weight scales of the thread's channels gid and gid + 8, from
+/* Grouped W8A8: this slice's f32 weight scales of the thread's channels gid and gid + 8, from
  * p_scale ([K/g][N] f32; a slice lies in one group, since g is a multiple of 128). */
 void wb_gemm_group_scales(lw *L, wb_reg s[2])
 {
@@ -491,13 +491,14 @@ void wb_gemm_group_scales(lw *L, wb_reg s[2])
     }
 }
 
-/* Grouped integer W8A8: c (f32) += scale x part (s32), elements 0 and 1 of each m-tile being channel gid,
- * 2 and 3 channel gid + 8. */
+/* Grouped W8A8: c (f32) += scale x part (s32, or f32 from the fp8 MMA), elements 0 and 1 of each m-tile
+ * being channel gid, 2 and 3 channel gid + 8. */
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2])
 {
     for (int i = 0; i < L->cfg->m_tiles * 4; i++)
-        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(cvt(L, "rn.f32.s32", WB_RC_F32, part[i])),
-                wb_r(s[(i & 3) >> 1]), wb_r(c[i]));
+        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]),
+                wb_r(L->a8_float ? part[i] : cvt(L, "rn.f32.s32", WB_RC_F32, part[i])), wb_r(s[(i & 3) >> 1]),
+                wb_r(c[i]));
 }
 
 static void lower_acc(lw *L, int value)
@@ -551,8 +552,9 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
  * names the weight type first: .f32.<w>.<a>.f32. The legalizer admits only targets where it is native. */
 static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
 {
-    char wt[8], at[8];
-    const char *types = wb_arena_printf(L->f->arena, "%s.%s", wb_type_name(L->fmt->w, wt), wb_type_name(L->fmt->a, at));
+    char wb[8], at[8];
+    const char *wt = wb_gemm_mma_w_type(L, wb);
+    const char *types = wb_arena_printf(L->f->arena, "%s.%s", wt, wb_type_name(L->fmt->a, at));
     if (!types) {
         L->f->oom = 1;
         return;
@@ -601,6 +603,29 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
     }
 }
 
+/* W4A8 with fp8 activations: nibble n (two's complement) becomes the e4m3 code of n x 2^-9, which is
+ * sign | |n|: the codes 0x01..0x07 are the subnormals 1..7 x 2^-9, 0x08 is 2^-6 = 8 x 2^-9. With u the
+ * nibble as a byte (0..15), that is u when u < 8, else 0x90 - u (0x88 for -8 .. 0x81 for -1; no borrow
+ * between bytes). The mask of negative bytes is the nibble's bit 3 moved to bit 7 and copied over the
+ * byte by prmt's sign mode. Every int4 value is exact; the sums are 2^-9 times the true ones, and the
+ * epilogue multiplies by 2^9 (exact). */
+static wb_reg *widen_int4_e4m3(lw *L, const wb_reg *q, wb_reg *a, int words)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text("dequant rule: int4 -> e4m3 code of n x 2^-9: u < 8 ? u : 0x90 - u per byte (exact; "
+                    "x 2^9 after K)"));
+    for (int i = 0; i < 2 * words; i++) {
+        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
+        wb_reg u = andi(L, x, 0x0F0F0F0F);
+        wb_reg neg = op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_hex(0x90909090u), wb_r(u));
+        wb_reg top = i & 1 ? q[i / 2] : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(q[i / 2]), wb_imm(4));
+        wb_reg mask = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(top), wb_imm(0), wb_hex(0xBA98));
+        a[i] = wb_new_reg(L->f, WB_RC_B32); /* mask ? neg : u */
+        wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[i]), wb_r(mask), wb_r(neg), wb_r(u), wb_hex(0xCA));
+    }
+    return a;
+}
+
 /* W4A8: the slice's int4 code words widened to the s8 A registers of the 8-bit MMA, exactly. Packed
  * word j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble); a nibble
  * x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into the high four bits,
@@ -613,6 +638,8 @@ static wb_reg *widen_int4(lw *L, const wb_reg *q)
         L->f->oom = 1;
         return NULL;
     }
+    if (L->w4_f8)
+        return widen_int4_e4m3(L, q, a, words);
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("dequant rule: int4 -> s8, nibble & 0xF | (nibble & 8) * 0x1E (exact)"));
     for (int i = 0; i < 2 * words; i++) {
         wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
@@ -630,9 +657,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         a = widen_int4(L, a);
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8 && L->a8_float)
-        mma_fp8_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's exact product, then its group scale */
+    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its group scale */
         int nacc = L->cfg->m_tiles * 4;
         wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), s2[2];
         if (!part) {
@@ -640,11 +665,16 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
             return;
         }
         for (int i = 0; i < nacc; i++)
-            part[i] = mov(L, "s32", WB_RC_B32, wb_imm(0));
+            part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
         wb_gemm_group_scales(L, s2);
-        mma_s8_steps(L, part, a, b);
+        if (L->a8_float)
+            mma_fp8_steps(L, part, a, b);
+        else
+            mma_s8_steps(L, part, a, b);
         wb_gemm_scale_part(L, c, part, s2);
-    } else if (c && a && b && L->w8a8)
+    } else if (c && a && b && L->w8a8 && L->a8_float)
+        mma_fp8_steps(L, c, a, b);
+    else if (c && a && b && L->w8a8)
         mma_s8_steps(L, c, a, b);
     else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});
@@ -677,6 +707,8 @@ static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
     wb_reg as = wb_new_reg(L->f, WB_RC_F32);
     wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
     wb_reg v = s32_sums(L) ? cvt(L, "rn.f32.s32", WB_RC_F32, sum) : sum;
+    if (L->w4_f8) /* int4 weights went through the fp8 MMA as n x 2^-9 */
+        v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_f32(512.0f));
     v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
     return op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
 }
@@ -774,7 +806,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
-    L.grouped = L.w8a8 && !L.a8_float && k->fmt.g > 0;
+    L.w4_f8 = L.a8_float && k->fmt.w.kind == WB_KIND_INT;
+    L.grouped = L.w8a8 && k->fmt.g > 0;
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;

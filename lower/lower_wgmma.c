@@ -103,7 +103,7 @@ static void land_next(lw *L, int pending, int dist)
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
 static void promote(lw *L)
 {
-    if (L->part && L->grouped) { /* grouped integer W8A8: the slice's s32 product times its group scale */
+    if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its group scale */
         wb_gemm_scale_part(L, L->vals_acc, L->part, L->gscale);
         return;
     }
@@ -142,6 +142,8 @@ void wb_wgmma_frag_desc(lw *L, int value)
     if (!d)
         return;
     wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
+    if (L->cfg->warps_k > 1) /* split K: warpgroup wk reads slice wk of the tile, bm rows of 128 bytes on */
+        base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(base));
     wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
     for (int step = 0; step < steps; step++) {
         d[step] = wb_new_reg(L->f, WB_RC_B64);
@@ -155,7 +157,7 @@ static const char *wgmma_shape(lw *L)
     int n = 8 * L->cfg->m_tiles;
     char an[8], wn[8];
     if (L->a8_float)
-        return wb_arena_printf(L->f->arena, "m64n%dk32.f32.%s.%s", n, wb_type_name(L->fmt->w, wn),
+        return wb_arena_printf(L->f->arena, "m64n%dk32.f32.%s.%s", n, wb_gemm_mma_w_type(L, wn),
                                wb_type_name(L->fmt->a, an));
     if (L->w8a8)
         return wb_arena_printf(L->f->arena, "m64n%dk32.s32.s8.s8", n);
@@ -186,7 +188,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->vals_acc = c;
         L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
         for (int i = 0; L->part && i < nacc; i++)
-            L->part[i] = wb_new_reg(L->f, L->grouped ? WB_RC_B32 : WB_RC_F32);
+            L->part[i] = wb_new_reg(L->f, L->a8_float ? WB_RC_F32 : WB_RC_B32);
         if (!L->part) {
             L->f->oom = 1;
             return;
@@ -198,7 +200,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the fp8 tile, 128B swizzle; each k128 "
                                                      "slice summed apart, then added in f32)",
-                                        wb_type_name(L->fmt->w, wn), wb_type_name(L->fmt->a, an), shape)));
+                                        wb_gemm_mma_w_type(L, wn), wb_type_name(L->fmt->a, an), shape)));
     else if (L->w8a8)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "

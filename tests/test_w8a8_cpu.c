@@ -161,6 +161,30 @@ static void store(emu *e, const char *ty, uint64_t addr, uint64_t v, int shared)
     memcpy(p, &x, (size_t)bytes);
 }
 
+/* lop3.b32: bit i of the result is bit (a_i << 2 | b_i << 1 | c_i) of the truth table. */
+static uint64_t lop3(uint64_t a, uint64_t b, uint64_t c, uint64_t lut)
+{
+    uint32_t r = 0;
+    for (int i = 0; i < 32; i++) {
+        int sel = (int)((a >> i & 1) << 2 | (b >> i & 1) << 1 | (c >> i & 1));
+        r |= (uint32_t)(lut >> sel & 1) << i;
+    }
+    return r;
+}
+
+/* prmt.b32 (default mode): byte i of the result is byte (s & 7) of {b, a}, where s is nibble i of c;
+ * with bit 3 of s set, the sign bit of that byte copied over all eight bits. */
+static uint64_t prmt(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t bytes = (a & 0xffffffffull) | (b & 0xffffffffull) << 32;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned s = (unsigned)(c >> (4 * i)) & 15, v = (unsigned)(bytes >> (8 * (s & 7))) & 0xFF;
+        r |= (uint32_t)(s & 8 ? (v & 0x80 ? 0xFF : 0) : v) << (8 * i);
+    }
+    return r;
+}
+
 /* Run thread `i` until it meets a collective op, a barrier or its end. */
 static void run_thread(emu *e, int i)
 {
@@ -189,6 +213,8 @@ static void run_thread(emu *e, int i)
                                                : alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
             break;
         case WB_OP_MAD_LO: *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), val(th, &o[3])); break;
+        case WB_OP_LOP3: *d = lop3(val(th, &o[1]), val(th, &o[2]), val(th, &o[3]), val(th, &o[4])); break;
+        case WB_OP_PRMT: *d = prmt(val(th, &o[1]), val(th, &o[2]), val(th, &o[3])); break;
         case WB_OP_SETP_LT: case WB_OP_SETP_GE: case WB_OP_SETP_NE: case WB_OP_SETP_EQ:
             *d = (uint64_t)compare(in->op, val(th, &o[1]), val(th, &o[2]));
             break;
@@ -505,7 +531,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     ck_assert(w && acodes && ws && as && x && bias && out && ref);
     int fp8 = wb_format_w8a8_fp8(&f);
     for (int64_t i = 0; i < n * k; i++)
-        w[i] = fp8 ? random_fp8(f.w, &st) : (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1)); /* int8 or int4 */
+        w[i] = wb_type_fp8(f.w) ? random_fp8(f.w, &st) : (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1)); /* int8, int4 */
     for (int64_t i = 0; i < n * groups; i++)
         ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
     for (int64_t i = 0; i < n; i++) {
@@ -635,6 +661,24 @@ START_TEST(w4a8_kernel_matches_reference)
 }
 END_TEST
 
+/* W4A8 with fp8 activations (w4a8-fp8 and per channel): int4 words widened to the e4m3 codes of
+ * n x 2^-9 (subnormals and 2^-6), the fp8 MMA, x 2^9 after K; mma.sync on sm_89 / sm_120a (split K,
+ * groups), wgmma on sm_90a at every M (two-level sums, group scales at each slice's promote). */
+START_TEST(w4a8_fp8_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 16, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("w4a8-fp8", WB_ARCH_SM89, ms[i], 128, 1024, (wb_config){0});
+        run_case("a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1", WB_ARCH_SM120A, ms[i], 128, 512, (wb_config){0});
+        run_case("w4a8-fp8,bias=1", WB_ARCH_SM90A, ms[i], 128, 1024, (wb_config){0});
+        run_case("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A, ms[i], 256, 512, (wb_config){0});
+    }
+    run_case("a=e5m2,w=int4,ws=f32,g=256,out=f16", WB_ARCH_SM89, 7, 128, 2048,
+             (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
+    run_case("a=e5m2,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 37, 128, 512, (wb_config){0});
+}
+END_TEST
+
 /* Forced shapes: every m_tiles, warps_k 1 to 8, two to four stages, plain loads; batch-invariant. */
 START_TEST(w8a8_kernel_forced_configs)
 {
@@ -688,6 +732,7 @@ int main(void)
     tcase_add_test(t, w8a8_wgmma_kernel_matches_reference);
     tcase_add_test(t, w8a8_groups_match_reference);
     tcase_add_test(t, fp8_kernel_matches_reference);
+    tcase_add_test(t, w4a8_fp8_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

@@ -204,19 +204,22 @@ static int builds_on(const char *spec, wb_arch arch)
  * spec and an f16-output one with a bias (the one sm_75 runs), at M =
  * 1, 7, 16, 100, 300, every element
  * compared (100 and 300 run wgmma on sm_90a), then M = 1000 and 4096 on bigger shapes (the wide
- * wgmma tiles), sampled. fp8 (e4m3/e5m2 x e4m3/e5m2, f32 sums) only for a target `arch` that builds
- * it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma): the fp8 preset and its
- * f16-output variant with a bias at those Ms and shapes, and the other three pairs of types, each
- * with both outputs, at one M. One M of each list, rotating, when quick. */
+ * wgmma tiles), sampled. fp8 (e4m3/e5m2 x e4m3/e5m2 or int4, f32 sums) only for a target `arch` that
+ * builds it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma): the fp8 preset,
+ * w4a8-fp8 and their per-channel f16-output variants with a bias at those Ms and shapes, and the
+ * other pairs of types, each with both outputs, at one M. One M of each list, rotating, when quick. */
 static int plan_w8a8(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"int8", "int8,out=f16,bias=1", "a=s8,w=int4,ws=f32,g=0",
                                         "a=s8,w=int4,ws=f32,g=0,out=f16,bias=1", "w4a8-int8",
                                         "a=s8,w=int8,ws=f32,g=256,out=f16,bias=1"};
-    static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "a=e4m3,w=e5m2,ws=f32,g=0",
-                                      "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e4m3,ws=f32,g=0",
-                                      "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,bias=1",
-                                      "a=e5m2,w=e5m2,ws=f32,g=0,out=f16"};
+    /* the first `full` at every M and shape, the rest at one M */
+    enum { full = 4 };
+    static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "w4a8-fp8", "a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1",
+                                      "a=e4m3,w=e5m2,ws=f32,g=0", "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1",
+                                      "a=e5m2,w=e4m3,ws=f32,g=0", "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1",
+                                      "a=e5m2,w=e5m2,ws=f32,g=0,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,out=f16",
+                                      "a=e5m2,w=int4,ws=f32,g=0", "a=e5m2,w=int4,ws=f32,g=256,out=f16"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
     static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;
@@ -232,10 +235,10 @@ static int plan_w8a8(plan *p, int quick, int arch)
         if (!builds_on(fp8[s], (wb_arch)arch))
             continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
-            if ((s < 2 && !quick) || i == s % 5)
+            if ((s < full && !quick) || i == s % 5)
                 rc = plan_add(p, fp8[s], ms[i], 256, 1024, 1);
-        for (size_t i = 0; s < 2 && i < sizeof big / sizeof big[0] && !rc; i++)
-            if (!quick || i == s)
+        for (size_t i = 0; s < full && i < sizeof big / sizeof big[0] && !rc; i++)
+            if (!quick || i == s % 2)
                 rc = plan_add(p, fp8[s], big[i][0], big[i][1], big[i][2], 0);
     }
     return rc;
