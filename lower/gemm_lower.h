@@ -44,6 +44,8 @@ typedef struct lw {
     int grouped;                       /* w8a8 with f32 weight scales per group along K: each slice's
                                           product (s32, or f32 on fp8), scaled, goes into f32 sums */
     wb_reg gscale[2];                  /* grouped on wgmma: the slice's scales of channels gid, gid + 8 */
+    wb_reg gnext[2];                   /* rotated and grouped: the next tile's, loaded ahead */
+    wb_reg *wide;                      /* rotated W4A8: the next tile's A registers, widened ahead */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
@@ -166,7 +168,9 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
-void wb_gemm_group_scales(lw *L, wb_reg s[2]);
+void wb_gemm_group_scales(lw *L, wb_reg kt, wb_reg s[2], wb_reg pred);
+void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a);
+wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2]);
 
 /* lower_wgmma.c */
@@ -176,6 +180,7 @@ void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
+void wb_wgmma_ahead_setup(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 

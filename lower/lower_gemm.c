@@ -310,6 +310,7 @@ static void lower_kloop(lw *L)
         L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
+        wb_wgmma_ahead_setup(L);
     }
     const char *head = wb_new_label(L->f, "kloop");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
@@ -477,17 +478,19 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
 /* The sums are s32 (the integer MMA of s8 W8A8); every other kernel's are f32. */
 static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped; }
 
-/* Grouped W8A8: this slice's f32 weight scales of the thread's channels gid and gid + 8, from
- * p_scale ([K/g][N] f32; a slice lies in one group, since g is a multiple of 128). */
-void wb_gemm_group_scales(lw *L, wb_reg s[2])
+/* Grouped W8A8: the f32 weight scales of the thread's channels gid and gid + 8 for its slice of block
+ * tile kt, from p_scale ([K/g][N] f32; a slice lies in one group, since g is a multiple of 128), into
+ * the registers s; only where `pred` holds when it is a register (a tile past K has no scales). */
+void wb_gemm_group_scales(lw *L, wb_reg kt, wb_reg s[2], wb_reg pred)
 {
-    wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
     wb_reg group = divi(L, muli(L, slice, L->lay.slice_k), L->fmt->g);
     wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_imm(16), wb_r(L->gid));
     wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(group), wb_r(L->n), wb_r(ch));
     for (int h = 0; h < 2; h++) {
-        s[h] = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(s[h]), wb_r(addr64(L, L->s, addi(L, idx, 8 * h), 4)));
+        if (pred.id >= 0)
+            wb_guard_last(L->f, pred, 0);
     }
 }
 
@@ -609,7 +612,7 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
  * between bytes). The mask of negative bytes is the nibble's bit 3 moved to bit 7 and copied over the
  * byte by prmt's sign mode. Every int4 value is exact; the sums are 2^-9 times the true ones, and the
  * epilogue multiplies by 2^9 (exact). */
-static wb_reg *widen_int4_e4m3(lw *L, const wb_reg *q, wb_reg *a, int words)
+static void widen_int4_e4m3(lw *L, const wb_reg *q, const wb_reg *a, int words)
 {
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
             wb_text("dequant rule: int4 -> e4m3 code of n x 2^-9: u < 8 ? u : 0x90 - u per byte (exact; "
@@ -620,41 +623,51 @@ static wb_reg *widen_int4_e4m3(lw *L, const wb_reg *q, wb_reg *a, int words)
         wb_reg neg = op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_hex(0x90909090u), wb_r(u));
         wb_reg top = i & 1 ? q[i / 2] : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(q[i / 2]), wb_imm(4));
         wb_reg mask = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(top), wb_imm(0), wb_hex(0xBA98));
-        a[i] = wb_new_reg(L->f, WB_RC_B32); /* mask ? neg : u */
-        wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[i]), wb_r(mask), wb_r(neg), wb_r(u), wb_hex(0xCA));
+        wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[i]), wb_r(mask), wb_r(neg), wb_r(u), wb_hex(0xCA)); /* mask ? neg : u */
     }
-    return a;
 }
 
-/* W4A8: the slice's int4 code words widened to the s8 A registers of the 8-bit MMA, exactly. Packed
- * word j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble); a nibble
- * x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into the high four bits,
- * no carry between bytes). Fresh registers, so the rotated wgmma loop may reload the words. */
-static wb_reg *widen_int4(lw *L, const wb_reg *q)
+/* W4A8: the slice's int4 code words q widened to the 8-bit A registers a of the MMA, exactly. Packed
+ * word j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble). To s8, a
+ * nibble x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into the high four
+ * bits, no carry between bytes); to e4m3, widen_int4_e4m3. */
+void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a)
 {
     int words = wb_gemm_w_words(L);
-    wb_reg *a = wb_arena_alloc(L->f->arena, 2 * (size_t)words * sizeof *a);
-    if (!a) {
-        L->f->oom = 1;
-        return NULL;
+    if (L->w4_f8) {
+        widen_int4_e4m3(L, q, a, words);
+        return;
     }
-    if (L->w4_f8)
-        return widen_int4_e4m3(L, q, a, words);
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("dequant rule: int4 -> s8, nibble & 0xF | (nibble & 8) * 0x1E (exact)"));
     for (int i = 0; i < 2 * words; i++) {
         wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
         x = andi(L, x, 0x0F0F0F0F);
         wb_reg sign = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(andi(L, x, 0x08080808)), wb_imm(0x1E));
-        a[i] = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(x), wb_r(sign));
+        wb_emit(L->f, WB_OP_OR, "b32", 3, wb_r(a[i]), wb_r(x), wb_r(sign));
     }
+}
+
+/* Fresh registers for the widened words of one slice. */
+wb_reg *wb_gemm_new_wide(lw *L)
+{
+    int n = 2 * wb_gemm_w_words(L);
+    wb_reg *a = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *a);
+    for (int i = 0; a && i < n; i++)
+        a[i] = wb_new_reg(L->f, WB_RC_B32);
+    L->f->oom |= !a;
     return a;
 }
 
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (c && a && b && L->w8a8 && L->fmt->w.bits == 4)
-        a = widen_int4(L, a);
+    if (c && a && b && L->wide) /* the rotated loop widened them ahead (wb_wgmma_kloop_end) */
+        a = L->wide;
+    else if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
+        wb_reg *q = a;
+        if ((a = wb_gemm_new_wide(L)))
+            wb_gemm_widen_int4(L, q, a);
+    }
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its group scale */
@@ -666,7 +679,8 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         }
         for (int i = 0; i < nacc; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
-        wb_gemm_group_scales(L, s2);
+        s2[0] = wb_new_reg(L->f, WB_RC_F32), s2[1] = wb_new_reg(L->f, WB_RC_F32);
+        wb_gemm_group_scales(L, L->kt, s2, (wb_reg){-1});
         if (L->a8_float)
             mma_fp8_steps(L, part, a, b);
         else

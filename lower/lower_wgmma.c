@@ -87,8 +87,34 @@ void wb_wgmma_land(lw *L, int pending, int ahead)
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
+/* What the rotated loop prepares for tile `kt` ahead of its iteration (its words are in wpre): W4A8's
+ * widened A registers, and the group scales (unless the tile is past K). The first call creates the
+ * registers that every later one rewrites. */
+static void prepare_ahead(lw *L, wb_reg kt)
+{
+    if (L->wide)
+        wb_gemm_widen_int4(L, L->wpre, L->wide);
+    if (L->grouped) {
+        wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(kt), wb_r(L->nkt));
+        wb_gemm_group_scales(L, kt, L->gnext, in);
+    }
+}
+
+/* Before the rotated loop: the registers prepared ahead, filled for tile 0. */
+void wb_wgmma_ahead_setup(lw *L)
+{
+    if (L->wpre && L->w8a8 && L->fmt->w.bits == 4)
+        L->wide = wb_gemm_new_wide(L);
+    if (L->grouped)
+        L->gnext[0] = wb_new_reg(L->f, WB_RC_F32), L->gnext[1] = wb_new_reg(L->f, WB_RC_F32);
+    if (L->wide || L->grouped)
+        prepare_ahead(L, mov(L, "u32", WB_RC_B32, wb_imm(0)));
+}
+
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words. */
+ * the write stage, load tile kt + 1's code words and prepare what it needs (prepare_ahead), all while
+ * tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -98,6 +124,8 @@ static void land_next(lw *L, int pending, int dist)
     wb_gemm_advance_stage(L, L->wo);
     if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
+    if (L->wide || L->grouped)
+        prepare_ahead(L, addi(L, L->kt, 1));
 }
 
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
@@ -205,8 +233,10 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
-    if (L->grouped) /* loaded before the group, used after its wait (promote) */
-        wb_gemm_group_scales(L, L->gscale);
+    for (int h = 0; L->grouped && h < 2; h++) /* used after the group's wait (promote) */
+        L->gscale[h] = L->rot ? mov(L, "f32", WB_RC_F32, wb_r(L->gnext[h])) : wb_new_reg(L->f, WB_RC_F32);
+    if (L->grouped && !L->rot)
+        wb_gemm_group_scales(L, L->kt, L->gscale, (wb_reg){-1});
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)
