@@ -45,7 +45,6 @@ typedef struct lw {
                                           product (s32, or f32 on fp8), scaled, goes into f32 sums */
     wb_reg gscale[2];                  /* grouped on wgmma: the slice's scales of channels gid, gid + 8 */
     wb_reg gnext[2];                   /* rotated and grouped: the next tile's, loaded ahead */
-    wb_reg *wide;                      /* rotated W4A8: the next tile's A registers, widened ahead */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
@@ -56,6 +55,8 @@ typedef struct lw {
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
+    int w_top;                         /* W8A8 with 8-bit weights: the rotated loop loads the words at
+                                          the iteration's top instead (see wb_wgmma_steps) */
     wb_reg *wpre;
 } lw;
 

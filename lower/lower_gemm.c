@@ -307,7 +307,7 @@ static void lower_kloop(lw *L)
     }
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
         wb_wgmma_land(L, ahead - 1, 0);
-        L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
+        L->wpre = L->w_top ? NULL : value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
         wb_wgmma_ahead_setup(L);
@@ -388,7 +388,7 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 
 static void lower_frag_w(lw *L, int value)
 {
-    if (L->rot) /* loaded ahead, into the same registers every iteration */
+    if (L->rot && !L->w_top) /* loaded ahead, into the same registers every iteration */
         return;
     wb_reg *q = value_regs(L, value, wb_gemm_w_words(L));
     if (q)
@@ -661,9 +661,7 @@ wb_reg *wb_gemm_new_wide(lw *L)
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (c && a && b && L->wide) /* the rotated loop widened them ahead (wb_wgmma_kloop_end) */
-        a = L->wide;
-    else if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
+    if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen_int4(L, q, a);
@@ -825,6 +823,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;
+    L.w_top = L.w8a8 && k->fmt.w.bits == 8;
     L.wpre_value = -1;
     for (int i = 0; i < k->nops; i++)
         if (k->ops[i].op == WB_TOP_LOAD_FRAG && k->ops[i].operand == WB_OPERAND_W)

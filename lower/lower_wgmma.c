@@ -87,34 +87,27 @@ void wb_wgmma_land(lw *L, int pending, int ahead)
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
-/* What the rotated loop prepares for tile `kt` ahead of its iteration (its words are in wpre): W4A8's
- * widened A registers, and the group scales (unless the tile is past K). The first call creates the
- * registers that every later one rewrites. */
-static void prepare_ahead(lw *L, wb_reg kt)
+/* Rotated and grouped: the group scales of tile kt, loaded ahead into gnext (unless the tile is past
+ * K). They feed promote, not the wgmma, so loading them while a group runs costs it nothing. */
+static void scales_ahead(lw *L, wb_reg kt)
 {
-    if (L->wide)
-        wb_gemm_widen_int4(L, L->wpre, L->wide);
-    if (L->grouped) {
-        wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
-        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(kt), wb_r(L->nkt));
-        wb_gemm_group_scales(L, kt, L->gnext, in);
-    }
+    wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(kt), wb_r(L->nkt));
+    wb_gemm_group_scales(L, kt, L->gnext, in);
 }
 
-/* Before the rotated loop: the registers prepared ahead, filled for tile 0. */
+/* Before the rotated loop: the registers loaded ahead, for tile 0. */
 void wb_wgmma_ahead_setup(lw *L)
 {
-    if (L->wpre && L->w8a8 && L->fmt->w.bits == 4)
-        L->wide = wb_gemm_new_wide(L);
-    if (L->grouped)
-        L->gnext[0] = wb_new_reg(L->f, WB_RC_F32), L->gnext[1] = wb_new_reg(L->f, WB_RC_F32);
-    if (L->wide || L->grouped)
-        prepare_ahead(L, mov(L, "u32", WB_RC_B32, wb_imm(0)));
+    if (!L->grouped)
+        return;
+    L->gnext[0] = wb_new_reg(L->f, WB_RC_F32), L->gnext[1] = wb_new_reg(L->f, WB_RC_F32);
+    scales_ahead(L, mov(L, "u32", WB_RC_B32, wb_imm(0)));
 }
 
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words and prepare what it needs (prepare_ahead), all while
- * tile kt's group runs. */
+ * the write stage, load tile kt + 1's code words (unless w_top) and group scales, all while tile kt's
+ * group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -124,8 +117,8 @@ static void land_next(lw *L, int pending, int dist)
     wb_gemm_advance_stage(L, L->wo);
     if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
-    if (L->wide || L->grouped)
-        prepare_ahead(L, addi(L, L->kt, 1));
+    if (L->grouped)
+        scales_ahead(L, addi(L, L->kt, 1));
 }
 
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
@@ -195,8 +188,11 @@ static const char *wgmma_shape(lw *L)
 /* wgmma: the warpgroup's 64 channels x 8*m_tiles tokens, the slice's steps in one commit group. The
  * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here.
  * W8A8: m64nNk32 with s8 or fp8 codes; its A registers are the code words as loaded (the per-warp
- * fragment of wgmma k32 for 8-bit types is that of mma.sync m16n8k32), copied first, since the rotated
- * loop loads the next tile's words into the same registers while this group is in flight. fp8 sums
+ * fragment of wgmma k32 for 8-bit types is that of mma.sync m16n8k32). No register a wgmma reads may
+ * be written while its group runs: ptxas then serializes every wgmma (its warning C7513). So 8-bit
+ * words are loaded at the iteration's top, after the previous wait (L->w_top; loaded ahead into the
+ * registers the rotated loop reuses, even through a mov, which ptxas folds, they made the int8 and fp8
+ * kernels serial), and int4 words, loaded ahead, are widened at the top into other registers. fp8 sums
  * in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's
  * product (k128, four steps) starts from zero (scale-d false) in its own registers and is added to the
  * f32 sums once complete (promote). */
@@ -204,14 +200,10 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
     int steps = WGMMA_STEPS, nacc = L->cfg->m_tiles * 4;
     const char *shape = wgmma_shape(L);
-    wb_reg *copy = L->w8a8 ? wb_arena_alloc(L->f->arena, 4 * (size_t)steps * sizeof *copy) : NULL;
-    if (!shape || (L->w8a8 && !copy)) {
+    if (!shape) {
         L->f->oom = 1;
         return;
     }
-    for (int i = 0; copy && i < 4 * steps; i++)
-        copy[i] = mov(L, "b32", WB_RC_B32, wb_r(a[i]));
-    const wb_reg *x = copy ? copy : a;
     if ((L->a8_float || L->grouped) && !L->part) {
         L->vals_acc = c;
         L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
@@ -240,7 +232,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)
-        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&x[step * 4], 4),
+        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&a[step * 4], 4),
                 wb_r(desc[step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
     if (!L->rot) {
