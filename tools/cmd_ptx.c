@@ -204,8 +204,10 @@ static void parse_ptxas(const char *text, ptxas_report *r)
             if (sscanf(q, "%d bytes spill stores, %d bytes spill loads", &v, &v2) == 2)
                 r->spill_st += v, r->spill_ld += v2;
         }
+        /* a serialized wgmma (C7513: "Potential Performance Loss") is a problem too: it runs each wgmma
+         * to completion before the next instruction */
         if (!r->problem[0] && (strcasestr(l, "warning") || strcasestr(l, "error") ||
-                               strstr(l, "cannot execute")))
+                               strstr(l, "cannot execute") || strstr(l, "Performance Loss")))
             snprintf(r->problem, sizeof r->problem, "%.200s", l);
         line = nl ? nl + 1 : NULL;
     }
