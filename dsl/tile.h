@@ -48,7 +48,15 @@ static inline int wb_format_w8a8_fp8(const wb_format *f)
  * scales): the wgmma kernel holds two accumulator tiles. */
 static inline int wb_format_w8a8_slice_sums(const wb_format *f)
 {
-    return wb_format_w8a8(f) && (f->a.kind == WB_KIND_FLOAT || f->g > 0);
+    return wb_format_w8a8(f) && (f->a.kind == WB_KIND_FLOAT || f->g > 0 || f->ag > 0);
+}
+
+/* The widest wgmma tile of a W8A8 format, in m-tiles of 8 tokens: 256 tokens with one tile of sums;
+ * 128 with slice sums (two tiles); 64 with activation scales per group, whose 2 x m_tiles factors per
+ * slice are registers too. */
+static inline int wb_format_w8a8_max_mtiles(const wb_format *f)
+{
+    return !wb_format_w8a8_slice_sums(f) ? 32 : f->ag ? 8 : 16;
 }
 
 /* The operands a tile can hold. */

@@ -54,7 +54,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     int64_t sms = t->sm_count_hint;
     /* no wider wgmma than M needs (wgmma forced at small M); fp8 and grouped integer W8A8 hold their
      * sums and a slice's product (two tiles): at most 128 tokens */
-    int mt_cap = 1, mt_max = wb_format_w8a8_slice_sums(f) ? 16 : 32;
+    int mt_cap = 1, mt_max = wb_format_w8a8(f) ? wb_format_w8a8_max_mtiles(f) : 32;
     while (8 * mt_cap < m && mt_cap < mt_max)
         mt_cap *= 2;
     wb_config big = *c, best = *c;

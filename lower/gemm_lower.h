@@ -41,10 +41,11 @@ typedef struct lw {
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* int4 weights on the fp8 MMA: widened to e4m3 codes of n x 2^-9 */
-    int grouped;                       /* w8a8 with f32 weight scales per group along K: each slice's
-                                          product (s32, or f32 on fp8), scaled, goes into f32 sums */
-    wb_reg gscale[2];                  /* grouped on wgmma: the slice's scales of channels gid, gid + 8 */
-    wb_reg gnext[2];                   /* rotated and grouped: the next tile's, loaded ahead */
+    int grouped;                       /* w8a8 with f32 scales per group along K of the weights (g) or
+                                          the activations (ag): each slice's product (s32, or f32 on
+                                          fp8), scaled, goes into f32 sums */
+    wb_reg *sscale;                    /* grouped on wgmma: the slice's factors (wb_gemm_slice_scales) */
+    wb_reg kag, tok0;                  /* ag > 0: K / ag, and the thread's first token m0 + 2 tig */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
@@ -169,10 +170,11 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
-void wb_gemm_group_scales(lw *L, wb_reg kt, wb_reg s[2], wb_reg pred);
+wb_reg *wb_gemm_new_slice_scales(lw *L);
+void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a);
 wb_reg *wb_gemm_new_wide(lw *L);
-void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2]);
+void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

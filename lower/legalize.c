@@ -68,9 +68,9 @@ static wb_status legalize_fp8_target(const wb_format *f, const wb_target *t)
                    wb_isa_name(WB_ISA_MMA_FP8), native_targets(WB_ISA_MMA_FP8, where, sizeof where));
 }
 
-/* W8A8 (a=s8 with w=int8, or e4m3/e5m2 with e4m3/e5m2): one f32 scale per token and one per output
- * channel, no groups, no zero point; both scales are applied after K to the sums (exact s32, or f32
- * from the fp8 MMA). */
+/* W8A8 (a=s8 with w=int8 or int4, or e4m3/e5m2 with e4m3/e5m2 or int4): f32 scales per token or per
+ * token and group of K, per output channel or per block of channels and K; no zero point. Scales per
+ * channel and token are applied after K; group scales to each slice's product. */
 static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
 {
     char an[8], wn[8], tn[8];
@@ -81,16 +81,16 @@ static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
     wb_status s = wb_format_w8a8_fp8(f) ? legalize_fp8_target(f, t) : WB_OK;
     if (s)
         return s;
-    if (f->ag || f->ags || f->as.kind != WB_KIND_F32)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is supported with one f32 scale per token only (as=f32, ag=0, "
-                                           "ags=0) in this build", an);
-    /* integer weights may have f32 scales per group of a multiple of 128 along K: a slice (k64, or k128
-     * on wgmma) then lies in one group, and its exact s32 product is scaled once */
-    int group_ok = f->g == 0 || (f->w.kind == WB_KIND_INT && f->g % 128 == 0);
-    if (f->ws.kind != WB_KIND_F32 || !group_ok || f->gn != 1 || f->wgs || f->zp != WB_ZP_NONE)
+    /* scales per group along K (weights: g, activations: ag) of a multiple of 128: a slice (k64, or
+     * k128 on wgmma) then lies in one group of each, and its product is scaled once */
+    if (f->ags || f->as.kind != WB_KIND_F32 || f->ag % 128)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is supported with f32 scales per token (ag=0) or per token and "
+                                           "group of a multiple of 128 along K (as=f32, ags=0) in this build "
+                                           "(got ag=%d)", an, f->ag);
+    if (f->ws.kind != WB_KIND_F32 || f->g % 128 || f->wgs || f->zp != WB_ZP_NONE || (!f->g && f->gn != 1))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is supported with f32 weight scales per output channel "
-                       "(g=0)%s only (ws=f32, gn=1, wgs=0, zp=none) in this build", an, wn,
-                       f->w.kind == WB_KIND_INT ? " or per group of a multiple of 128 along K" : "");
+                       "(g=0) or per block of gn channels x g along K, g a multiple of 128 (ws=f32, wgs=0, "
+                       "zp=none) in this build", an, wn);
     if (f->acc.kind != WB_KIND_F32 || !is16(f->out))
         return wb_fail(WB_ERR_UNSUPPORTED, "a=%s needs acc=f32 and out=f16 or bf16 (got acc=%s, out=%s)", an,
                        wb_type_name(f->acc, wn), wb_type_name(f->out, tn));
@@ -140,10 +140,11 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);
-    if (wb_format_w8a8_slice_sums(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > 16)
-        return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles 16 or fewer (its registers hold the f32 sums "
-                                           "and each k128 slice's product; got %d)",
-                       wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups", c->m_tiles);
+    if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles %d or fewer (its registers hold the f32 sums "
+                                           "and each k128 slice's product%s; got %d)",
+                       f->ag ? "W8A8 with activation groups" : wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups",
+                       wb_format_w8a8_max_mtiles(f), f->ag ? ", and the slice's token scales" : "", c->m_tiles);
     if (wb_format_w8a8(f) && c->load == WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "8-bit activations are loaded by cp.async in this build (--load tma is "
                                            "built for 16-bit activations only)");

@@ -46,6 +46,8 @@ static void lower_setup(lw *L)
     L->kdim = param(L, "p_k", 0);
     if (L->w8a8)
         L->ascale = param(L, "p_ascale", 1);
+    if (L->w8a8 && L->fmt->ag)
+        L->kag = divi(L, L->kdim, L->fmt->ag);
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
     L->lane = andi(L, L->tid, 31);
@@ -55,6 +57,8 @@ static void lower_setup(lw *L)
     L->gid = shri(L, L->lane, 2);
     L->tig = andi(L, L->lane, 3);
     L->m0 = muli(L, by, L->lay.bm);
+    if (L->w8a8 && L->fmt->ag) /* the thread's first token */
+        L->tok0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0));
     L->strip0 = muli(L, bx, L->cfg->warps_n);
     L->kchunks = shri(L, L->kdim, L->lay.slice_k == 128 ? 7 : 6); /* slices of one warp's strip along K */
     L->nkt = divi(L, L->kdim, L->lay.bk);
@@ -475,33 +479,73 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
                          L->vals[o->args[1]], out);
 }
 
-/* The sums are s32 (the integer MMA of s8 W8A8); every other kernel's are f32. */
+/* The sums are s32 (the integer MMA of s8 W8A8 without slice scales); every other kernel's are f32. */
 static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped; }
 
-/* Grouped W8A8: the f32 weight scales of the thread's channels gid and gid + 8 for its slice of block
- * tile kt, from p_scale ([K/g][N] f32; a slice lies in one group, since g is a multiple of 128), into
- * the registers s; only where `pred` holds when it is a register (a tile past K has no scales). */
-void wb_gemm_group_scales(lw *L, wb_reg kt, wb_reg s[2], wb_reg pred)
+/* Slice-scaled W8A8 (L->grouped): each slice's product is multiplied, element by element, by factors
+ * that may change from slice to slice before it goes into the f32 sums: the weight scales of channels
+ * gid and gid + 8 (g > 0: p_scale, [K/g][N] f32) and the activation scales of the thread's 2 x m_tiles
+ * tokens (ag > 0: p_ascale, [M][K/ag] f32). A slice lies in one group of each (g and ag are multiples
+ * of 128). The registers: [0, 1] the weight scales when g > 0, then token mt * 2 + j. */
+static int slice_scale_count(const lw *L)
 {
+    return (L->fmt->g ? 2 : 0) + (L->fmt->ag ? 2 * L->cfg->m_tiles : 0);
+}
+
+wb_reg *wb_gemm_new_slice_scales(lw *L)
+{
+    int n = slice_scale_count(L);
+    wb_reg *s = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *s);
+    for (int i = 0; s && i < n; i++)
+        s[i] = wb_new_reg(L->f, WB_RC_F32);
+    L->f->oom |= !s;
+    return s;
+}
+
+/* Load the factors of this thread's slice of block tile kt into s; only where `pred` holds when it is
+ * a register (a tile past K has none), and only for tokens below M. */
+void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred)
+{
+    int nw = L->fmt->g ? 2 : 0;
     wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-    wb_reg group = divi(L, muli(L, slice, L->lay.slice_k), L->fmt->g);
-    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_imm(16), wb_r(L->gid));
-    wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(group), wb_r(L->n), wb_r(ch));
-    for (int h = 0; h < 2; h++) {
-        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(s[h]), wb_r(addr64(L, L->s, addi(L, idx, 8 * h), 4)));
+    wb_reg k0 = muli(L, slice, L->lay.slice_k);
+    if (nw) {
+        wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_imm(16), wb_r(L->gid));
+        wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(divi(L, k0, L->fmt->g)), wb_r(L->n), wb_r(ch));
+        for (int h = 0; h < 2; h++) {
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(s[h]), wb_r(addr64(L, L->s, addi(L, idx, 8 * h), 4)));
+            if (pred.id >= 0)
+                wb_guard_last(L->f, pred, 0);
+        }
+    }
+    if (!L->fmt->ag)
+        return;
+    wb_reg gi = divi(L, k0, L->fmt->ag);
+    for (int i = 0; i < 2 * L->cfg->m_tiles; i++) {
+        wb_reg tok = addi(L, L->tok0, (i >> 1) * 8 + (i & 1));
+        wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(tok), wb_r(L->m));
         if (pred.id >= 0)
-            wb_guard_last(L->f, pred, 0);
+            wb_emit(L->f, WB_OP_AND, "pred", 3, wb_r(in), wb_r(in), wb_r(pred));
+        wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->kag), wb_r(gi));
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(s[nw + i]), wb_r(addr64(L, L->ascale, idx, 4)));
+        wb_guard_last(L->f, in, 0);
     }
 }
 
-/* Grouped W8A8: c (f32) += scale x part (s32, or f32 from the fp8 MMA), elements 0 and 1 of each m-tile
- * being channel gid, 2 and 3 channel gid + 8. */
-void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg s[2])
+/* c (f32) += factors x part (s32, or f32 from the fp8 MMA): element i of m-tile mt is channel gid
+ * (i < 2) or gid + 8, token mt * 8 + 2 tig + (i & 1). */
+void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s)
 {
-    for (int i = 0; i < L->cfg->m_tiles * 4; i++)
-        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]),
-                wb_r(L->a8_float ? part[i] : cvt(L, "rn.f32.s32", WB_RC_F32, part[i])), wb_r(s[(i & 3) >> 1]),
-                wb_r(c[i]));
+    int nw = L->fmt->g ? 2 : 0;
+    for (int e = 0; e < L->cfg->m_tiles * 4; e++) {
+        int h = (e & 3) >> 1, tok = (e >> 2) * 2 + (e & 1);
+        wb_reg f = !L->fmt->ag ? s[h]
+                 : !nw         ? s[tok]
+                               : op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(s[h]), wb_r(s[nw + tok]));
+        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[e]),
+                wb_r(L->a8_float ? part[e] : cvt(L, "rn.f32.s32", WB_RC_F32, part[e])), wb_r(f), wb_r(c[e]));
+    }
 }
 
 static void lower_acc(lw *L, int value)
@@ -668,17 +712,16 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     }
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its group scale */
+    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its scales */
         int nacc = L->cfg->m_tiles * 4;
-        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), s2[2];
-        if (!part) {
+        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), *s2 = wb_gemm_new_slice_scales(L);
+        if (!part || !s2) {
             L->f->oom = 1;
             return;
         }
         for (int i = 0; i < nacc; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
-        s2[0] = wb_new_reg(L->f, WB_RC_F32), s2[1] = wb_new_reg(L->f, WB_RC_F32);
-        wb_gemm_group_scales(L, L->kt, s2, (wb_reg){-1});
+        wb_gemm_slice_scales(L, L->kt, s2, (wb_reg){-1});
         if (L->a8_float)
             mma_fp8_steps(L, part, a, b);
         else
@@ -717,12 +760,13 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
 {
     wb_reg as = wb_new_reg(L->f, WB_RC_F32);
-    wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
+    if (!L->fmt->ag) /* with ag, the slices were scaled one by one (wb_gemm_scale_part) */
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
     wb_reg v = s32_sums(L) ? cvt(L, "rn.f32.s32", WB_RC_F32, sum) : sum;
     if (L->w4_f8) /* int4 weights went through the fp8 MMA as n x 2^-9 */
         v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_f32(512.0f));
     v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
-    return op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
+    return L->fmt->ag ? v : op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
 }
 
 static void lower_epilogue(lw *L, int acc)
@@ -819,7 +863,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.w4_f8 = L.a8_float && k->fmt.w.kind == WB_KIND_INT;
-    L.grouped = L.w8a8 && k->fmt.g > 0;
+    L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;

@@ -87,27 +87,20 @@ void wb_wgmma_land(lw *L, int pending, int ahead)
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
-/* Rotated and grouped: the group scales of tile kt, loaded ahead into gnext (unless the tile is past
- * K). They feed promote, not the wgmma, so loading them while a group runs costs it nothing. */
-static void scales_ahead(lw *L, wb_reg kt)
-{
-    wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(kt), wb_r(L->nkt));
-    wb_gemm_group_scales(L, kt, L->gnext, in);
-}
-
-/* Before the rotated loop: the registers loaded ahead, for tile 0. */
+/* Before the rotated loop: the slice factors of tile 0 (grouped). Each later tile's are loaded right
+ * after the previous promote (wb_wgmma_kloop_end), a whole iteration before they are used, into the
+ * same registers. */
 void wb_wgmma_ahead_setup(lw *L)
 {
     if (!L->grouped)
         return;
-    L->gnext[0] = wb_new_reg(L->f, WB_RC_F32), L->gnext[1] = wb_new_reg(L->f, WB_RC_F32);
-    scales_ahead(L, mov(L, "u32", WB_RC_B32, wb_imm(0)));
+    L->sscale = wb_gemm_new_slice_scales(L);
+    if (L->sscale)
+        wb_gemm_slice_scales(L, mov(L, "u32", WB_RC_B32, wb_imm(0)), L->sscale, (wb_reg){-1});
 }
 
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words (unless w_top) and group scales, all while tile kt's
- * group runs. */
+ * the write stage, load tile kt + 1's code words (unless w_top), all while tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -117,15 +110,13 @@ static void land_next(lw *L, int pending, int dist)
     wb_gemm_advance_stage(L, L->wo);
     if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
-    if (L->grouped)
-        scales_ahead(L, addi(L, L->kt, 1));
 }
 
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
 static void promote(lw *L)
 {
-    if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its group scale */
-        wb_gemm_scale_part(L, L->vals_acc, L->part, L->gscale);
+    if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
+        wb_gemm_scale_part(L, L->vals_acc, L->part, L->sscale);
         return;
     }
     for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
@@ -144,6 +135,11 @@ void wb_wgmma_kloop_end(lw *L)
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     promote(L);
+    if (L->grouped && L->sscale) { /* the next tile's factors, unless it is past K */
+        wb_reg next = addi(L, L->kt, 1), in = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(next), wb_r(L->nkt));
+        wb_gemm_slice_scales(L, next, L->sscale, in);
+    }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
@@ -225,10 +221,8 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
-    for (int h = 0; L->grouped && h < 2; h++) /* used after the group's wait (promote) */
-        L->gscale[h] = L->rot ? mov(L, "f32", WB_RC_F32, wb_r(L->gnext[h])) : wb_new_reg(L->f, WB_RC_F32);
-    if (L->grouped && !L->rot)
-        wb_gemm_group_scales(L, L->kt, L->gscale, (wb_reg){-1});
+    if (L->grouped && !L->rot && (L->sscale = wb_gemm_new_slice_scales(L))) /* used after the wait (promote) */
+        wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)

@@ -132,7 +132,8 @@ static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const
 }
 
 /* W8A8's chan array: the f32 scale of each channel, then (bias=1) the f32 bias of each. With groups
- * (g > 0) the channel scale is 1 and the group scales go to `gs` as [K/g][N] f32. */
+ * (g > 0) the channel scale is 1 and the group scales go to `gs` as [K/g][N] f32, a block of gn
+ * channels (fp8-block: 128 x 128) repeated for each of its channels. */
 static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, float *pc,
                                 float *gs)
 {
@@ -140,7 +141,7 @@ static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const 
     for (int64_t i = 0; i < n; i++) {
         pc[i] = f->g ? 1.0f : (float)read_elem(f->ws, w->w_scale, i);
         for (int64_t gi = 0; gi < groups; gi++) {
-            gs[gi * n + i] = (float)read_elem(f->ws, w->w_scale, i * groups + gi);
+            gs[gi * n + i] = (float)read_elem(f->ws, w->w_scale, i / f->gn * groups + gi); /* gn: per block */
             if (!isfinite(gs[gi * n + i]))
                 return wb_fail(WB_ERR_INVALID, "scale %g of channel %lld, group %lld is not finite",
                                (double)gs[gi * n + i], (long long)i, (long long)gi);

@@ -484,20 +484,20 @@ static uint8_t random_fp8(wb_type t, uint64_t *st)
     }
 }
 
-/* One output of f32 sums (fp8; integer weights with group scales, whose scaled slices are added in
- * f32) against the float64 reference: within one rounding of the output type plus 2^-20 of the sum of
- * |products| (head comment). ws: [N][K/g] (g = 0: [N]). */
+/* One output of f32 sums (fp8; group scales of weights or activations, whose scaled slices are added
+ * in f32) against the float64 reference: within one rounding of the output type plus 2^-20 of the sum
+ * of |products| (head comment). ws: [N/gn][K/g] (g = 0: [N]); as: [M][K/ag] (ag = 0: [M]). */
 static void check_bounded_output(const wb_format *f, const char *spec, wb_arch arch, const char *conf, int64_t row,
                                  int64_t col, int64_t k, const uint8_t *acodes, const uint8_t *w, const float *ws,
                                  const float *as, uint16_t got, double ref)
 {
     int bf = f->out.kind == WB_KIND_BF16;
-    int64_t groups = f->g ? k / f->g : 1;
+    int64_t groups = f->g ? k / f->g : 1, agroups = f->ag ? k / f->ag : 1;
     double mag = 0;
     for (int64_t j = 0; j < k; j++)
         mag += fabs(wb_type_decode(f->a, acodes[row * k + j]) * wb_type_decode(f->w, w[col * k + j]) *
-                    (double)ws[col * groups + (f->g ? j / f->g : 0)]);
-    mag *= fabs((double)as[row]);
+                    (double)ws[(f->g ? col / f->gn : col) * groups + (f->g ? j / f->g : 0)] *
+                    (double)as[row * agroups + (f->ag ? j / f->ag : 0)]);
     double o = bf ? wb_bf16_to_double(got) : wb_f16_to_double(got);
     double tol = fabs(ref) * (bf ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
     CHECK(isfinite(o) && fabs(o - ref) <= tol, "%s %s [%s]: out[%lld][%lld] = %g, reference %g (bound %g)", spec,
@@ -524,15 +524,16 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     /* data: s8 weight codes, f32 channel scales, a bias; f32 activations quantized per token */
     uint64_t st = wbt_seed() ^ (uint64_t)(m * 131 + arch);
     uint8_t *w = malloc((size_t)(n * k)), *acodes = malloc((size_t)(m * k));
-    int64_t groups = f.g ? k / f.g : 1;
-    float *ws = malloc((size_t)(n * groups) * 4), *as = malloc((size_t)m * 4), *x = malloc((size_t)(m * k) * 4);
+    int64_t groups = f.g ? k / f.g : 1, wrows = f.g ? n / f.gn : n, agroups = f.ag ? k / f.ag : 1;
+    float *ws = malloc((size_t)(wrows * groups) * 4), *as = malloc((size_t)(m * agroups) * 4);
+    float *x = malloc((size_t)(m * k) * 4);
     uint16_t *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
     double *ref = malloc((size_t)(m * n) * sizeof *ref);
     ck_assert(w && acodes && ws && as && x && bias && out && ref);
     int fp8 = wb_format_w8a8_fp8(&f);
     for (int64_t i = 0; i < n * k; i++)
         w[i] = wb_type_fp8(f.w) ? random_fp8(f.w, &st) : (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1)); /* int8, int4 */
-    for (int64_t i = 0; i < n * groups; i++)
+    for (int64_t i = 0; i < wrows * groups; i++)
         ws[i] = (float)((double)(wbt_next(&st) % 1000 + 1) / 64000.0);
     for (int64_t i = 0; i < n; i++) {
         bias[i] = f.out.kind == WB_KIND_BF16 ? wb_bf16_from_double((double)(wbt_next(&st) % 200) / 50.0 - 2)
@@ -572,7 +573,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         }
     char conf[128];
     wb_config_print(&cfg, conf, sizeof conf);
-    int exact = !fp8 && !f.g;
+    int exact = !fp8 && !f.g && !f.ag;
     for (int64_t i = 0; !exact && i < m * n; i++)
         check_bounded_output(&f, spec, arch, conf, i / n, i % n, k, acodes, w, ws, as, out[i], ref[i]);
     for (int64_t i = 0; exact && i < m * n; i++) {
@@ -679,6 +680,26 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
 }
 END_TEST
 
+/* Scales per group of K on the activations (ag) and per block of channels x K on the weights (gn x g):
+ * fp8-block (128 x 128 blocks, 1 x 128 token groups) and its relatives, each slice's product scaled by
+ * its token's and its channel's factors; mma.sync (split K) and wgmma (tails past M, where the token
+ * scales of absent rows must not be read). */
+START_TEST(w8a8_act_groups_match_reference)
+{
+    static const int64_t ms[] = {1, 16, 37};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("fp8-block", WB_ARCH_SM89, ms[i], 256, 1024, (wb_config){0});
+        run_case("fp8-block,out=f16,bias=1", WB_ARCH_SM90A, ms[i], 256, 1024, (wb_config){0});
+        run_case("a=e4m3,ag=256,w=int4,ws=f32,g=128,gn=64", WB_ARCH_SM120A, ms[i], 128, 1024, (wb_config){0});
+        run_case("a=s8,ag=128,w=int8,ws=f32,g=0", WB_ARCH_SM90A, ms[i], 128, 512, (wb_config){0});
+    }
+    run_case("fp8-block", WB_ARCH_SM90A, 100, 256, 512, (wb_config){0});
+    run_case("a=s8,ag=128,w=int4,ws=f32,g=256,gn=32", WB_ARCH_SM90A, 100, 128, 512, (wb_config){0});
+    run_case("a=e5m2,ag=128,w=e4m3,ws=f32,g=0", WB_ARCH_SM89, 7, 128, 1024,
+             (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
+}
+END_TEST
+
 /* Forced shapes: every m_tiles, warps_k 1 to 8, two to four stages, plain loads; batch-invariant. */
 START_TEST(w8a8_kernel_forced_configs)
 {
@@ -733,6 +754,7 @@ int main(void)
     tcase_add_test(t, w8a8_groups_match_reference);
     tcase_add_test(t, fp8_kernel_matches_reference);
     tcase_add_test(t, w4a8_fp8_kernel_matches_reference);
+    tcase_add_test(t, w8a8_act_groups_match_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }
