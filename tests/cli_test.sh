@@ -68,11 +68,18 @@ expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --ar
 if expect 0 "fp8 (W8A8) builds on sm_89, on mma.sync" "" -- $W ptx fp8 --arch sm_89 --m 16 --n 256 --k 256; then
     grep -q 'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32' "$tmp/out" || fail "fp8 on sm_89: no fp8 mma"
 fi
-expect 2 "fp8-block is refused" "one f32 scale per token only" -- $W ptx fp8-block --arch sm_89
+if expect 0 "fp8-block builds on sm_89" "" -- $W ptx fp8-block --arch sm_89 --m 16 --n 256 --k 256; then
+    grep -q 'p_ascale' "$tmp/out" || fail "fp8-block: no activation scales"
+fi
+expect 2 "fp8 with activation groups of 64 is refused" "group of a multiple of 128 along K" -- $W ptx fp8-block,ag=64 --arch sm_89
+if expect 0 "w4a8-fp8 builds on sm_90a, on wgmma" "" -- $W ptx w4a8-fp8 --arch sm_90a --m 1 --n 256 --k 1024; then
+    grep -q 'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3' "$tmp/out" || fail "w4a8-fp8: no wgmma e4m3"
+    grep -q 'int4 -> e4m3' "$tmp/out" || fail "w4a8-fp8: no widening rule in the annotation"
+fi
 if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32' "$tmp/out" || fail "int8 on sm_90a: no m16n8k32 s8 mma"
 fi
-expect 2 "int8 with groups of 64 is refused" "or per group of a multiple of 128 along K only" -- $W ptx int8,g=64 --arch sm_90a
+expect 2 "int8 with groups of 64 is refused" "g a multiple of 128" -- $W ptx int8,g=64 --arch sm_90a
 if expect 0 "w4a8-int8 (groups of 128) builds" "" -- $W ptx w4a8-int8 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'fma.rn.f32' "$tmp/out" || fail "w4a8-int8: no scaled slice sums"
 fi

@@ -155,14 +155,18 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "acc=f16 is not supported by this build"));
     ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
-    ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ptx_for("a=e4m3,w=int8,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, s8 with w=int8 or int4, and e4m3/e5m2 with "
-                                                  "w=e4m3/e5m2, only"));
+                                                  "w=e4m3, e5m2 or int4, only"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
+    ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_OK);
+    free(ptx);
+    ptx = NULL;
     ck_assert_int_eq(ptx_for("w4a8-int8,g=64", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s8 with w=int4 is supported with f32 weight scales per output "
-                                                  "channel (g=0) or per group of a multiple of 128 along K only"));
+                                                  "channel (g=0) or per block of gn channels x g along K, g a "
+                                                  "multiple of 128"));
     ck_assert_int_eq(ptx_for("w4a8-int8", WB_ARCH_SM103A, (wb_config){0}, &ptx), WB_OK);
     free(ptx);
     ptx = NULL;
@@ -171,11 +175,13 @@ START_TEST(legalizer_refuses_with_reasons)
     /* W8A8 is built for one f32 scale per token, f32 weight scales per channel or per group of 128k, bf16
      * output from sm_80 */
     ck_assert_int_eq(ptx_for("int8,g=64", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "or per group of a multiple of 128 along K only"));
-    ck_assert_int_eq(ptx_for("int8,g=128,gn=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "(ws=f32, gn=1, wgs=0, zp=none)"));
-    ck_assert_int_eq(ptx_for("int8,ag=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "one f32 scale per token only"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "g a multiple of 128 (ws=f32, wgs=0, zp=none)"));
+    ck_assert_int_eq(ptx_for("int8,ag=64", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "per token and group of a multiple of 128 along K (as=f32, ags=0) "
+                                                  "in this build (got ag=64)"));
+    ck_assert_int_eq(ptx_for("int8,g=128,gn=128,ag=128", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_OK);
+    free(ptx);
+    ptx = NULL;
     ck_assert_int_eq(ptx_for("a=s8,w=uint8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=int8 is not supported by this build yet"));
     ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx), WB_ERR_UNSUPPORTED);
@@ -232,7 +238,7 @@ static int count_of(const char *text, const char *what)
  * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
  * heuristic picks mma.sync also on sm_90a. */
 /* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (four
- * per k128 slice, copied out of the registers the rotated loop reloads) and the s8 tile read through
+ * per k128 slice, loaded at the iteration's top) and the s8 tile read through
  * 128B-swizzle descriptors; s32 sums converted once, after K. K not a multiple of 128: mma.sync.
  * Forced choices: mma.sync stays legal, TMA is refused. */
 START_TEST(w8a8_wgmma)
@@ -249,8 +255,9 @@ START_TEST(w8a8_wgmma)
         snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {", 8 * c.m_tiles);
         ck_assert_int_eq(count_of(ptx, shape), 4);
         ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
-        /* 16 code words a lane: before the loop, then ahead in every iteration */
-        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 8);
+        /* 16 code words a lane, loaded at the top of the iteration (a wgmma's registers are never
+         * written while it runs) */
+        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 4);
         ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, wgmma m64n"));
         ck_assert_ptr_null(strstr(ptx, "ldmatrix")); /* wgmma reads the activations itself */
         ck_assert_ptr_null(strstr(ptx, "mma.sync"));
@@ -374,10 +381,12 @@ START_TEST(fp8_wgmma)
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "s32"));
             ck_assert_ptr_nonnull(strstr(ptx, "setp.eq.u32")); /* the false scale-d */
-            /* the promotion: one f32 add per sum after the wait (the epilogue adds a bias too) */
+            /* the promotion: one f32 add per sum after the wait (the epilogue adds the split K's
+             * partial sums, and a bias) */
             const char *wait = strstr(ptx, "wgmma.wait_group.sync.aligned 0;");
             ck_assert_ptr_nonnull(wait);
-            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (1 + (int)(j & 1)));
+            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + (int)(j & 1)));
+            ck_assert_int_eq(c.warps_k, ms[j] <= 16 ? 4 : 1); /* decode: warpgroups split K */
             free(ptx);
         }
     char *ptx = NULL;
@@ -464,12 +473,14 @@ START_TEST(fp8_w8a8_per_architecture)
     static const struct {
         const char *spec, *why;
     } formats[] = {
-        {"fp8-block", "a=e4m3 is supported with one f32 scale per token only (as=f32, ag=0, ags=0) in this build"},
-        {"fp8,g=128", "a=e4m3 with w=e4m3 is supported with f32 weight scales per output channel (g=0) only"},
-        {"fp8,ws=bf16", "f32 weight scales per output channel (g=0) only"},
-        {"fp8,as=e4m3", "one f32 scale per token only"},
+        {"fp8-block,ag=64", "a=e4m3 is supported with f32 scales per token (ag=0) or per token and group of a "
+                            "multiple of 128 along K (as=f32, ags=0) in this build (got ag=64)"},
+        {"fp8,g=64", "a=e4m3 with w=e4m3 is supported with f32 weight scales per output channel (g=0) or per "
+                     "block of gn channels x g along K, g a multiple of 128"},
+        {"fp8,ws=bf16", "f32 weight scales per output channel (g=0) or per block"},
+        {"fp8,as=e4m3", "a=e4m3 is supported with f32 scales per token (ag=0)"},
         {"fp8,acc=f16", "a=e4m3 needs acc=f32 and out=f16 or bf16 (got acc=f16, out=bf16)"},
-        {"w4a8-fp8", "a=e4m3 is not supported by this build yet"},
+        {"w4a8-fp8,wgs=1", "(ws=f32, wgs=0, zp=none)"},
         {"a=e4m3,w=int8,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
         {"a=e4m3,w=e3m4,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
     };
