@@ -295,6 +295,16 @@ WB_API wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devpt
  * M f32, the scale of each token. wb_layer_gemm refuses such layers, wb_layer_gemm_q f16/bf16 ones. */
 WB_API wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr out,
                                  void *stream);
+/* Quantize activations on the GPU, ahead of wb_layer_gemm_q: x = M x K f16 or bf16 (x_type) ->
+ * codes (M x K, one byte each, the format's `a` type: s8, e4m3 or e5m2) and scales (f32, M x K/ag, or
+ * M with ag=0), bit for bit wb_reference_quantize_acts. K a multiple of 128 (and of ag, itself a
+ * multiple of 128). On `stream`; no allocation, no synchronization; the first call for a (format,
+ * x_type) JITs its kernel. x must be finite (the reference refuses what is not). */
+WB_API wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k,
+                                      wb_devptr x, wb_devptr codes, wb_devptr scales, void *stream);
+/* Its PTX for an architecture (free() it). */
+WB_API wb_status wb_quant_ptx(const wb_format *f, wb_type x_type, wb_arch arch, char **ptx_out);
+
 /* The config and PTX hash the last wb_layer_gemm (or _q) used (for ledgers and reports). */
 WB_API wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65]);
 

@@ -13,6 +13,13 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t);
 /* mma.sync lowering of the standard GEMM (lower/lower_gemm.c). */
 wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func *f);
 
+/* The activation quantizer (lower_quant.c): what it accepts, its grid for M x K (the group count and
+ * size it takes as parameters), and its entry name. */
+wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch);
+wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims *d, uint32_t *groups,
+                        uint32_t *gsize);
+const char *wb_quant_entry(void);
+
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`
  * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs); writes the
  * 16 T-pair registers of the 4 k16 steps in MMA A order (step * 4 + reg). `scaled` = 0 leaves the

@@ -20,6 +20,11 @@ struct wb_gpu {
     char name[256];
     pthread_mutex_t cache_lock; /* guards `modules` */
     wb_module_entry *modules;   /* loaded modules, by PTX sha256 */
+    struct {                    /* the activation quantizers loaded (quant.c), by their types */
+        uint32_t key;
+        void *fn;
+    } quant[16];
+    int nquant;                 /* guarded by cache_lock too */
 };
 
 /* Every entry point taking a wb_gpu starts here: NULL -> WB_ERR_INVALID naming `fn`; then makes the

@@ -1,0 +1,253 @@
+/* The activation quantizer on the GPU: f16/bf16 activations -> the codes of a W8A8 format's `a` type
+ * (s8, e4m3, e5m2; one byte each) and one f32 scale per token (ag=0) or per token and `ag` elements of
+ * K, bit for bit the host reference (dsl/quantize.c): s = f32(amax / max_a), code = RNE-saturate(x / s).
+ *
+ * One warp per group. Groups are contiguous in the row-major M x K input (group gw starts at element
+ * gw * gsize and its scale is scales[gw]), so the kernel takes the group count and size, not M and K.
+ * A lane reads 4 activations (8 bytes) of every 128; the group is read twice: the absolute maximum
+ * (a shuffle tree), then the codes.
+ *
+ * Exact rounding without f64 division per element: q = x / s rounded toward zero in f32 (div.rz), its
+ * remainder fma(q, s, -x) (exact for a faithful quotient) says whether q is exact, and an inexact q
+ * gets its last bit set: round to odd at 24 bits, which rounds to 8 bits or fewer (cvt.rni to s32,
+ * cvt.rn.satfinite to e4m3/e5m2) as the true quotient would. The reference divides in f64 and rounds
+ * once more; for an f32 x and s its f64 quotient is never a false tie at 8 bits, so both agree. The
+ * scale itself is one f64 division per group, as in the reference. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dsl/tile.h"
+#include "emit/emit_ptx.h"
+#include "lower/isa.h"
+#include "lower/lower.h"
+#include "lower/target.h"
+
+enum { QUANT_WARPS = 8 };
+
+static wb_reg op(wb_func *f, wb_op o, const char *ty, wb_rc rc, int n, wb_opnd a, wb_opnd b, wb_opnd c)
+{
+    wb_reg d = wb_new_reg(f, rc);
+    if (n == 1)
+        wb_emit(f, o, ty, 2, wb_r(d), a);
+    else if (n == 2)
+        wb_emit(f, o, ty, 3, wb_r(d), a, b);
+    else
+        wb_emit(f, o, ty, 4, wb_r(d), a, b, c);
+    return d;
+}
+#define OP1(o, ty, rc, a) op(f, o, ty, rc, 1, a, wb_imm(0), wb_imm(0))
+#define OP2(o, ty, rc, a, b) op(f, o, ty, rc, 2, a, b, wb_imm(0))
+#define OP3(o, ty, rc, a, b, c) op(f, o, ty, rc, 3, a, b, c)
+
+static wb_reg param(wb_func *f, const char *name, const char *ty, wb_rc rc)
+{
+    wb_reg r = wb_new_reg(f, rc);
+    wb_emit(f, WB_OP_LD_PARAM, ty, 2, wb_r(r), wb_text(name));
+    if (rc != WB_RC_B64)
+        return r;
+    wb_reg g = wb_new_reg(f, WB_RC_B64);
+    wb_emit(f, WB_OP_CVTA_GLOBAL, NULL, 2, wb_r(g), wb_r(r));
+    return g;
+}
+
+/* The 4 activations at addr (8 bytes) as f32 bit patterns in v[0..3]. */
+static void load4(wb_func *f, int bf16, wb_reg addr, wb_reg v[4])
+{
+    for (int w = 0; w < 2; w++) {
+        wb_reg word = wb_new_reg(f, WB_RC_B32);
+        wb_emit(f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(word), wb_r(OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(addr), wb_imm(4 * w))));
+        if (bf16) { /* bf16 -> f32: the 16 bits on top */
+            v[2 * w] = OP2(WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
+            v[2 * w + 1] = OP2(WB_OP_AND, "b32", WB_RC_B32, wb_r(word), wb_hex(0xFFFF0000u));
+            continue;
+        }
+        wb_reg h[2] = {wb_new_reg(f, WB_RC_B16), wb_new_reg(f, WB_RC_B16)};
+        wb_emit(f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(word));
+        for (int i = 0; i < 2; i++)
+            v[2 * w + i] = OP1(WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[i]));
+    }
+}
+
+/* x / s, rounded to odd at 24 bits (head comment); 0 where s is 0 (zero). */
+static wb_reg quotient(wb_func *f, wb_reg x, wb_reg s, wb_reg zero)
+{
+    wb_reg q = OP2(WB_OP_DIV, "rz.f32", WB_RC_F32, wb_r(x), wb_r(s));
+    wb_reg rem = OP3(WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(q), wb_r(s), wb_r(OP1(WB_OP_NEG, "f32", WB_RC_F32, wb_r(x))));
+    wb_reg inexact = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_NE, "f32", 3, wb_r(inexact), wb_r(rem), wb_f32(0.0f));
+    wb_reg odd = OP3(WB_OP_SELP, "b32", WB_RC_B32, wb_imm(1), wb_imm(0), wb_r(inexact));
+    q = OP2(WB_OP_OR, "b32", WB_RC_B32, wb_r(q), wb_r(odd));
+    return OP3(WB_OP_SELP, "b32", WB_RC_B32, wb_imm(0), wb_r(q), wb_r(zero));
+}
+
+/* Four quotients -> one word of four codes, element 0 in the low byte. */
+static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
+{
+    if (a.kind == WB_KIND_FLOAT) {
+        char ty[24];
+        snprintf(ty, sizeof ty, "%sx2.f32", a.ebits == 4 ? "e4m3" : "e5m2");
+        const char *t = wb_arena_strdup(f->arena, ty);
+        wb_reg lo = wb_new_reg(f, WB_RC_B16), hi = wb_new_reg(f, WB_RC_B16);
+        /* the first source goes to the upper byte */
+        wb_emit(f, WB_OP_CVT_F8X2, t, 3, wb_r(lo), wb_r(q[1]), wb_r(q[0]));
+        wb_emit(f, WB_OP_CVT_F8X2, t, 3, wb_r(hi), wb_r(q[3]), wb_r(q[2]));
+        return OP2(WB_OP_PACK_B16X2, NULL, WB_RC_B32, wb_r(lo), wb_r(hi));
+    }
+    wb_reg c[4];
+    for (int i = 0; i < 4; i++) { /* RNE, then the s8 range as the reference's encoder saturates */
+        c[i] = OP1(WB_OP_CVT, "rni.s32.f32", WB_RC_B32, wb_r(q[i]));
+        c[i] = OP2(WB_OP_MIN, "s32", WB_RC_B32, wb_r(OP2(WB_OP_MAX, "s32", WB_RC_B32, wb_r(c[i]), wb_imm(-128))),
+                   wb_imm(127));
+    }
+    wb_reg lo = OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[0]), wb_r(c[1]), wb_hex(0x0040));
+    wb_reg hi = OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[2]), wb_r(c[3]), wb_hex(0x0040));
+    return OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(lo), wb_r(hi), wb_hex(0x5410));
+}
+
+static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
+{
+    if (f->target->features & WB_FEAT_GRIDDEP) /* launched with PDL: the input is the previous kernel's */
+        wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    wb_reg x = param(f, "p_x", "u64", WB_RC_B64), codes = param(f, "p_codes", "u64", WB_RC_B64);
+    wb_reg scales = param(f, "p_scales", "u64", WB_RC_B64);
+    wb_reg groups = param(f, "p_groups", "u32", WB_RC_B32), gsize = param(f, "p_gsize", "u32", WB_RC_B32);
+    wb_reg tid = OP1(WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    wb_reg cta = OP1(WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
+    wb_reg lane = OP2(WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    wb_reg gw = OP3(WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(QUANT_WARPS),
+                    wb_r(OP2(WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))));
+    const char *done = wb_new_label(f, "done");
+    wb_reg past = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(gw), wb_r(groups));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(done));
+    /* the lane's first activation and code: element gw * gsize + 4 * lane */
+    wb_reg first = OP2(WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_r(gsize));
+    first = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(first), wb_r(OP1(WB_OP_CVT, "u64.u32", WB_RC_B64,
+                                                                  wb_r(OP2(WB_OP_SHL, "b32", WB_RC_B32, wb_r(lane), wb_imm(2))))));
+    wb_reg xa0 = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(OP2(WB_OP_SHL, "b64", WB_RC_B64, wb_r(first), wb_imm(1))));
+    wb_reg ca0 = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes), wb_r(first));
+    wb_reg steps = OP2(WB_OP_SHR, "u32", WB_RC_B32, wb_r(gsize), wb_imm(7));
+
+    /* pass 1: the group's largest |x| */
+    wb_reg amax = OP1(WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f)), xa = OP1(WB_OP_MOV, "u64", WB_RC_B64, wb_r(xa0));
+    wb_reg j = OP1(WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
+    const char *l1 = wb_new_label(f, "amax");
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(l1));
+    wb_reg v[4];
+    load4(f, bf16, xa, v);
+    for (int i = 0; i < 4; i++)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(OP1(WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[i]))));
+    wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(xa), wb_r(xa), wb_imm(256));
+    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(j), wb_r(j), wb_imm(1));
+    wb_reg more = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(j), wb_r(steps));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(l1));
+    for (int d = 16; d >= 1; d /= 2)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
+                wb_r(OP2(WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+
+    /* the scale: f32(amax / max_a), the division in f64 as the reference's */
+    double max_a = wb_type_decode(fm->a, wb_type_encode(fm->a, 1e300));
+    wb_reg num = OP1(WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(amax));
+    wb_reg den = OP1(WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(OP1(WB_OP_MOV, "f32", WB_RC_F32, wb_f32((float)max_a))));
+    wb_reg s = OP1(WB_OP_CVT, "rn.f32.f64", WB_RC_F32, wb_r(OP2(WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(num), wb_r(den))));
+    wb_reg lead = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(lead), wb_r(lane), wb_imm(0));
+    wb_emit(f, WB_OP_ST_GLOBAL, "f32", 2,
+            wb_r(OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(scales), wb_r(OP2(WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_imm(4))))),
+            wb_r(s));
+    wb_guard_last(f, lead, 0);
+    wb_reg zero = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "f32", 3, wb_r(zero), wb_r(s), wb_f32(0.0f));
+
+    /* pass 2: the codes, four bytes a lane a step */
+    wb_emit(f, WB_OP_MOV, "u64", 2, wb_r(xa), wb_r(xa0));
+    wb_reg ca = OP1(WB_OP_MOV, "u64", WB_RC_B64, wb_r(ca0));
+    wb_emit(f, WB_OP_MOV, "u32", 2, wb_r(j), wb_imm(0));
+    const char *l2 = wb_new_label(f, "codes");
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(l2));
+    load4(f, bf16, xa, v);
+    wb_reg q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = quotient(f, v[i], s, zero);
+    wb_emit(f, WB_OP_ST_GLOBAL, "u32", 2, wb_r(ca), wb_r(encode4(f, fm->a, q)));
+    wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(xa), wb_r(xa), wb_imm(256));
+    wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(ca), wb_r(ca), wb_imm(128));
+    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(j), wb_r(j), wb_imm(1));
+    wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(j), wb_r(steps));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(l2));
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    wb_emit(f, WB_OP_RET, NULL, 0);
+}
+
+const char *wb_quant_entry(void) { return "wb_quant"; }
+
+wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch)
+{
+    const wb_target *t = wb_target_get(arch);
+    char an[8];
+    if (!f || !t)
+        return wb_fail(WB_ERR_INVALID, "wb_quant: bad argument");
+    wb_type_name(f->a, an);
+    if (x.kind != WB_KIND_F16 && x.kind != WB_KIND_BF16)
+        return wb_fail(WB_ERR_INVALID, "the GPU quantizer reads f16 or bf16 activations");
+    int s8 = f->a.kind == WB_KIND_INT && f->a.bits == 8, fp8 = wb_type_fp8(f->a);
+    if (!s8 && !fp8)
+        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer is built for a=s8, e4m3 and e5m2 (got a=%s; the host "
+                                           "reference quantizes every type: warble quant without --device)", an);
+    if (f->as.kind != WB_KIND_F32 || f->ags || f->ag % 128)
+        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer writes f32 scales per token (ag=0) or per token and "
+                                           "group of a multiple of 128 (as=f32, ags=0)");
+    if (fp8 && !(t->features & WB_FEAT_CVT_FP8) && wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE)
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no f32 -> %s conversion (cvt.rn.satfinite.%sx2.f32: sm_89 and "
+                                           "newer)", t->name, an, an);
+    return WB_OK;
+}
+
+wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims *d, uint32_t *groups,
+                        uint32_t *gsize)
+{
+    int64_t g = f->ag ? f->ag : k;
+    if (m < 1 || k < 1 || k % 128 || k % g || m * (k / g) >= (1ll << 31) || m * k >= (1ll << 40))
+        return wb_fail(WB_ERR_INVALID, "the GPU quantizer needs K a multiple of 128 and of ag (got M=%lld, K=%lld)",
+                       (long long)m, (long long)k);
+    memset(d, 0, sizeof *d);
+    *groups = (uint32_t)(m * (k / g));
+    *gsize = (uint32_t)g;
+    d->grid[0] = (*groups + QUANT_WARPS - 1) / QUANT_WARPS;
+    d->grid[1] = d->grid[2] = 1;
+    d->block[0] = 32 * QUANT_WARPS;
+    d->block[1] = d->block[2] = 1;
+    return WB_OK;
+}
+
+wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_out)
+{
+    if (!ptx_out)
+        return wb_fail(WB_ERR_INVALID, "wb_quant_ptx: bad argument");
+    *ptx_out = NULL;
+    wb_status s = wb_quant_check(f, x, arch);
+    if (s)
+        return s;
+    const wb_target *t = wb_target_get(arch);
+    wb_arena *arena = wb_arena_create();
+    if (!arena)
+        return wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer");
+    wb_func fn;
+    wb_func_init(&fn, arena);
+    fn.target = t;
+    lower_quant(&fn, f, x.kind == WB_KIND_BF16);
+    static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize"};
+    char an[8], title[96];
+    snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, f32 scales per group", x.kind == WB_KIND_BF16 ? "bf16" : "f16",
+             wb_type_name(f->a, an));
+    /* f32 -> fp8 conversions on sm_89 need PTX 8.1 (sm_89 is otherwise emitted as 7.8); 8.4 as its fp8 GEMM */
+    const char *version = strcmp(t->ptx_version, "8.1") < 0 && wb_type_fp8(f->a) ? "8.4" : t->ptx_version;
+    wb_ptx_header h = {version, t->ptx_target, wb_quant_entry(), params, (int)WB_COUNT(params), 0, 32 * QUANT_WARPS,
+                       title};
+    if (!fn.oom)
+        *ptx_out = wb_emit_ptx(&fn, &h, 0);
+    s = *ptx_out ? WB_OK : wb_fail(WB_ERR_NOMEM, "out of memory printing the quantizer");
+    wb_arena_destroy(arena);
+    return s;
+}

@@ -1,0 +1,66 @@
+/* wb_gpu_quantize_acts: the activation quantizer (lower/lower_quant.c) of a format's activation type
+ * and an input type, JIT-compiled on its first call on a wb_gpu and kept, then launched on the
+ * caller's stream with no allocation and no synchronization. */
+#include <stdlib.h>
+
+#include "lower/lower.h"
+#include "runtime/gpu_internal.h"
+
+static uint32_t quant_key(const wb_format *f, wb_type x)
+{
+    return (uint32_t)f->a.kind | (uint32_t)f->a.bits << 4 | (uint32_t)f->a.ebits << 8 | (uint32_t)f->a.mbits << 12 |
+           (uint32_t)x.kind << 16;
+}
+
+static void *cached(wb_gpu *gpu, uint32_t key)
+{
+    void *fn = NULL;
+    pthread_mutex_lock(&gpu->cache_lock);
+    for (int i = 0; i < gpu->nquant && !fn; i++)
+        if (gpu->quant[i].key == key)
+            fn = gpu->quant[i].fn;
+    pthread_mutex_unlock(&gpu->cache_lock);
+    return fn;
+}
+
+static wb_status quant_function(wb_gpu *gpu, const wb_format *f, wb_type x, void **fn)
+{
+    uint32_t key = quant_key(f, x);
+    if ((*fn = cached(gpu, key)) != NULL)
+        return WB_OK;
+    char *ptx = NULL;
+    wb_status s = wb_quant_ptx(f, x, gpu->arch, &ptx);
+    if (!s)
+        s = wb_gpu_load(gpu, ptx, wb_quant_entry(), fn); /* the module cache owns the function */
+    free(ptx);
+    if (s)
+        return s;
+    pthread_mutex_lock(&gpu->cache_lock);
+    if (gpu->nquant < (int)(sizeof gpu->quant / sizeof gpu->quant[0])) {
+        gpu->quant[gpu->nquant].key = key;
+        gpu->quant[gpu->nquant++].fn = *fn;
+    }
+    pthread_mutex_unlock(&gpu->cache_lock);
+    return WB_OK;
+}
+
+wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k, wb_devptr x,
+                               wb_devptr codes, wb_devptr scales, void *stream)
+{
+    wb_status s = wb_gpu_enter(gpu, "wb_gpu_quantize_acts");
+    if (s)
+        return s;
+    if (!f || !x || !codes || !scales)
+        return wb_fail(WB_ERR_INVALID, "wb_gpu_quantize_acts: NULL %s", !f ? "format" : !x ? "x" : !codes ? "codes" : "scales");
+    if ((s = wb_quant_check(f, x_type, gpu->arch)) != WB_OK)
+        return s;
+    wb_launch_dims d;
+    uint32_t groups, gsize;
+    if ((s = wb_quant_dims(f, m, k, &d, &groups, &gsize)) != WB_OK)
+        return s;
+    void *fn = NULL;
+    if ((s = quant_function(gpu, f, x_type, &fn)) != WB_OK)
+        return s;
+    void *params[] = {&x, &codes, &scales, &groups, &gsize};
+    return wb_gpu_launch(gpu, fn, &d, stream, params);
+}

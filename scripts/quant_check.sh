@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU activation quantizer against the host reference (`warble quant --device`), byte for byte:
+# s8, e4m3 and e5m2 codes, per token and per group of 128, f16 and bf16 inputs, shapes from one token
+# to many; inputs random normal with outliers, an all-zero row, tiny and huge values. Needs a GPU.
+set -uo pipefail
+W=${WARBLE:-build/warble}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 runs=0
+for shape in 1x4096 7x1024 77x8192 300x2048; do
+  m=${shape%x*} k=${shape#*x}
+  for xt in f16 bf16; do
+    python3 - "$m" "$k" "$xt" "$tmp/x" <<'PY'
+import sys, numpy as np
+m, k, xt, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rng = np.random.default_rng(m * 1000003 + k + (xt == "bf16"))
+x = rng.standard_normal((m, k)).astype(np.float32) * rng.choice([1e-3, 1.0, 30.0], size=(m, 1)).astype(np.float32)
+x[rng.random((m, k)) < 0.001] *= 50.0            # outliers
+if m > 1: x[m // 2] = 0.0                         # a row of zeros: scale 0, codes 0
+x[0, :8] = [0.0, -0.0, 6e-5, -6e-5, 1e-7, 3.0, -3.0, 0.5]
+if xt == "f16":
+    np.clip(x, -60000, 60000).astype(np.float16).tofile(path)
+else:
+    (x.view(np.uint32) >> 16).astype(np.uint16).tofile(path)   # bf16 by truncation: any bf16 is valid
+PY
+    for spec in "int8" "int8,ag=128" "fp8" "fp8-block" "a=e5m2,w=e4m3,ws=f32,g=0" "a=e5m2,ag=256,w=e4m3,ws=f32,g=0"; do
+      runs=$((runs + 1))
+      if ! "$W" quant "$spec" --m "$m" --k "$k" --x "$tmp/x" --x-type "$xt" --a "$tmp/a" --a-scale "$tmp/s" \
+          --device "${DEVICE:-0}" 2>"$tmp/err"; then
+        fails=$((fails + 1)); echo "FAIL quant $spec m=$m k=$k x=$xt: $(cat "$tmp/err")"
+      else
+        echo "ok   quant $spec m=$m k=$k x=$xt"
+      fi
+    done
+  done
+done
+echo "quant-check: $((runs - fails)) of $runs equal to the host reference"
+[ "$fails" = 0 ]
