@@ -4,7 +4,8 @@
 # its architecture, through `warble check` (ptxas -v: no failure, no warning, no spill) at M = 1..4096,
 # N = K = 4096 (the W4A16 family) or 1, 256 (the catalog).
 # bf16 activations on sm_75 have no tensor-core path and must be rejected with exit 2 (that passes).
-# Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them.
+# Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them; the
+# activation quantizer of s8, e4m3 and e5m2 on every target (below).
 # Usage: WARBLE=build/warble JOBS=8 tests/ptx_gate.sh     (PTXAS=... overrides the ptxas binary)
 set -u
 WARBLE=${WARBLE:-build/warble}
@@ -69,6 +70,36 @@ done >"$out/jobs"
 total=$(($(wc -l <"$out/jobs") + $(wc -l <"$out/forced")))
 xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$out/jobs"
 xargs -P "$JOBS" -L 1 bash -c 'forced "$@"' _ <"$out/forced"
+
+# The activation quantizer (`warble quant SPEC --arch A`): s8 everywhere, e4m3/e5m2 where the target
+# converts f32 to fp8 (sm_89 and newer; elsewhere refused with exit 2), from f16 and bf16; ptxas
+# without a warning.
+PTXAS_BIN=${PTXAS:-ptxas}
+qid=90000
+for arch in $ARCHS; do
+    for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0; do
+        for xt in f16 bf16; do
+            qid=$((qid + 1))
+            total=$((total + 1))
+            log="$out/$qid.log"
+            "$WARBLE" quant "$spec" --arch "$arch" --x-type "$xt" >"$out/$qid.ptx" 2>"$log"
+            rc=$?
+            case "$arch:$spec:$rc" in
+            sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0)
+                if "$PTXAS_BIN" -arch="$arch" "$out/$qid.ptx" -o /dev/null >>"$log" 2>&1 && ! grep -qi warning "$log"; then
+                    echo "$arch quant $spec x=$xt ok" >>"$log"
+                    echo pass >"$out/$qid.rc"
+                else
+                    echo "fail: $arch quant $spec x=$xt: ptxas" >"$out/$qid.rc"
+                fi ;;
+            sm_75:*:2|sm_80:*:2|sm_86:*:2)
+                echo "$arch quant $spec x=$xt refused as expected: $(cat "$log")" >"$log"
+                echo pass >"$out/$qid.rc" ;;
+            *) echo "fail: $arch quant $spec x=$xt: exit $rc" >"$out/$qid.rc" ;;
+            esac
+        done
+    done
+done
 
 passed=0
 failed=0

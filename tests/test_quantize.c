@@ -215,6 +215,114 @@ START_TEST(bad_input_is_refused)
 }
 END_TEST
 
+/* The GPU quantizer's rounding (lower/lower_quant.c), modelled in C: q = x / s rounded toward zero in
+ * f32, its last bit set when the remainder fma(q, s, -x) is not 0, then rounded to the code type.
+ * Must give the code of the reference, which divides in f64 and rounds once, for any f32 x and s:
+ * checked on random values and on the hard ones, quotients just around ties and the range's ends. */
+static float div_rz(float x, float s)
+{
+    float q = (float)((double)x / (double)s);
+    while (fabs(fma((double)q, (double)s, -(double)x)) > 0 && fabs((double)q * s) > fabs((double)x))
+        q = nextafterf(q, 0.0f); /* (double)q * s is exact: two 24-bit significands */
+    return q;
+}
+
+static uint32_t gpu_model_code(wb_type a, float x, float s)
+{
+    if (s == 0)
+        return wb_type_encode(a, 0.0);
+    float q = div_rz(x, s);
+    if (fma((double)q, (double)s, -(double)x) != 0) {
+        uint32_t b;
+        memcpy(&b, &q, 4);
+        b |= 1;
+        memcpy(&q, &b, 4);
+    }
+    if (a.kind == WB_KIND_INT) { /* cvt.rni.s32.f32, then the s8 range */
+        double r = nearbyint((double)q);
+        return (uint32_t)(int32_t)fmin(127, fmax(-128, r)) & 0xFF;
+    }
+    return wb_type_encode(a, (double)q); /* cvt.rn.satfinite from the f32 q */
+}
+
+START_TEST(gpu_rounding_matches_reference)
+{
+    static const char *const types[] = {"int8", "e4m3", "e5m2"};
+    uint64_t st = wbt_seed();
+    for (size_t t = 0; t < 3; t++) {
+        wb_type a;
+        ck_assert(wb_type_parse(types[t], &a) == WB_OK);
+        double max_a = type_max(a);
+        long checked = 0;
+        for (int i = 0; i < 400000; i++) {
+            /* a scale as the quantizer makes them, from a random amax */
+            float amax = ldexpf((float)(wbt_next(&st) % 1000000 + 1) / 1e6f, (int)(wbt_next(&st) % 40) - 20);
+            float s = (float)((double)amax / max_a), x;
+            if (i % 2) { /* near a tie of the code grid: (c + 1/2) * step * s, nudged by a few ulps */
+                double c = (double)(wbt_next(&st) % 256) - 128, y = (c + 0.5) * (a.kind == WB_KIND_INT ? 1 : 0.125);
+                x = (float)(y * s);
+                for (int n = (int)(wbt_next(&st) % 5); n > 0; n--)
+                    x = nextafterf(x, wbt_next(&st) & 1 ? INFINITY : -INFINITY);
+            } else {
+                x = (float)(((double)(wbt_next(&st) % 2000001) / 1e6 - 1.0) * amax);
+            }
+            if (fabsf(x) > amax)
+                continue;
+            uint32_t want = wb_type_encode(a, (double)x / (double)s) & 0xFF;
+            uint32_t got = gpu_model_code(a, x, s);
+            ck_assert_msg(got == want, "%s: x=%a s=%a: model 0x%02x, reference 0x%02x", types[t], (double)x, (double)s,
+                          got, want);
+            checked++;
+        }
+        ck_assert_int_gt(checked, 300000);
+    }
+}
+END_TEST
+
+/* The quantizer's PTX: what it is built for, the instructions of its rounding, and the refusals. */
+START_TEST(gpu_quantizer_ptx)
+{
+    wb_type f16, bf16, f32;
+    ck_assert(wb_type_parse("f16", &f16) == WB_OK && wb_type_parse("bf16", &bf16) == WB_OK &&
+              wb_type_parse("f32", &f32) == WB_OK);
+    char *ptx = NULL;
+    wb_format f = fmt("fp8");
+    ck_assert_msg(wb_quant_ptx(&f, f16, WB_ARCH_SM90A, &ptx) == WB_OK, "%s", wb_last_error());
+    ck_assert_ptr_nonnull(strstr(ptx, "div.rz.f32"));
+    ck_assert_ptr_nonnull(strstr(ptx, "shfl.sync.bfly.b32"));
+    ck_assert_ptr_nonnull(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32"));
+    ck_assert_ptr_nonnull(strstr(ptx, "div.rn.f64"));
+    ck_assert_ptr_nonnull(strstr(ptx, "griddepcontrol.wait")); /* PDL-safe on sm_90 */
+    free(ptx);
+    f = fmt("int8,ag=128");
+    ck_assert_msg(wb_quant_ptx(&f, bf16, WB_ARCH_SM75, &ptx) == WB_OK, "%s", wb_last_error());
+    ck_assert_ptr_nonnull(strstr(ptx, "cvt.rni.s32.f32"));
+    ck_assert_ptr_null(strstr(ptx, "griddepcontrol"));
+    free(ptx);
+    static const struct {
+        const char *spec;
+        wb_arch arch;
+        int x; /* 0 f16, 1 bf16, 2 f32 */
+        wb_status want;
+        const char *why;
+    } bad[] = {
+        {"fp8", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "sm_80 has no f32 -> e4m3 conversion"},
+        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, e4m3 and e5m2 (got a=e2m1"},
+        {"int8,ag=64", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "group of a multiple of 128"},
+        {"fp8,as=e4m3", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "(as=f32, ags=0)"},
+        {"int8", WB_ARCH_SM90A, 2, WB_ERR_INVALID, "reads f16 or bf16 activations"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        f = fmt(bad[i].spec);
+        ck_assert_int_eq(wb_quant_ptx(&f, bad[i].x == 2 ? f32 : bad[i].x ? bf16 : f16, bad[i].arch, &ptx), bad[i].want);
+        ck_assert_msg(strstr(wb_last_error(), bad[i].why), "%s: %s", bad[i].spec, wb_last_error());
+        ck_assert_ptr_null(ptx);
+    }
+    f = fmt("int8");
+    ck_assert_int_eq(wb_gpu_quantize_acts(NULL, &f, f16, 1, 128, 1, 1, 1, NULL), WB_ERR_INVALID);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("quantize");
@@ -223,6 +331,8 @@ int main(void)
     tcase_add_test(t, every_activation_type_and_scale);
     tcase_add_test(t, known_values_round_to_even_and_saturate);
     tcase_add_test(t, bad_input_is_refused);
+    tcase_add_test(t, gpu_rounding_matches_reference);
+    tcase_add_test(t, gpu_quantizer_ptx);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }
