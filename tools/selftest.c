@@ -660,6 +660,84 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
     fflush(stdout);
 }
 
+/* ---- the activation quantizer on the GPU (wb_gpu_quantize_acts) against the host reference, byte for
+ * byte: s8, e4m3 and e5m2 codes per token and per group, from f16 and bf16, on random values with an
+ * all-zero row, outliers and values near zero. One line per case; its kernel goes into the ledger. */
+
+static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_t k, int index)
+{
+    wb_format f;
+    wb_type xt = {bf16 ? WB_KIND_BF16 : WB_KIND_F16, 16, 0, 0};
+    char *ptx = NULL, sha[65] = "", cfg[32];
+    if (wb_format_parse(spec, &f) != WB_OK || wb_quant_ptx(&f, xt, wb_gpu_arch(t->gpu), &ptx) != WB_OK)
+        return 0; /* not built for this GPU: not in its plan */
+    wb_sha256_hex(ptx, strlen(ptx), sha);
+    free(ptx);
+    int64_t groups = m * (f.ag ? k / f.ag : 1);
+    size_t n = (size_t)(m * k);
+    uint16_t *x = malloc(n * 2);
+    float *xf = malloc(n * sizeof *xf), *sc = malloc((size_t)groups * 4), *gs = malloc((size_t)groups * 4);
+    uint8_t *codes = malloc(n), *gc = malloc(n);
+    wb_devptr dx = 0, dc = 0, ds = 0;
+    cli_rng r = {t->seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(index + 1))};
+    wb_status s = x && xf && sc && gs && codes && gc ? WB_OK : WB_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) {
+        double v = cli_rng_uniform(&r, -1, 1) * ((i / (size_t)k) % 3 == 0 ? 1e-3 : 1.0);
+        if (cli_rng_next(&r) % 1000 == 0)
+            v *= 50; /* outliers */
+        if (m > 1 && (int64_t)(i / (size_t)k) == m / 2)
+            v = 0; /* a row of zeros: scale 0, codes 0 */
+        x[i] = bf16 ? wb_bf16_from_double(v) : wb_f16_from_double(v);
+        xf[i] = (float)(bf16 ? wb_bf16_to_double(x[i]) : wb_f16_to_double(x[i]));
+    }
+    if (!s)
+        s = wb_reference_quantize_acts(&f, m, k, xf, codes, sc, NULL);
+    if (!s && !(s = wb_gpu_alloc(t->gpu, n * 2, &dx)) && !(s = wb_gpu_alloc(t->gpu, n, &dc)))
+        s = wb_gpu_alloc(t->gpu, (size_t)groups * 4, &ds);
+    if (!s && !(s = wb_gpu_upload(t->gpu, dx, x, n * 2)) && !(s = wb_gpu_memset(t->gpu, dc, 0xA5, n)))
+        s = wb_gpu_memset(t->gpu, ds, 0xFF, (size_t)groups * 4); /* poison */
+    if (!s && !(s = wb_gpu_quantize_acts(t->gpu, &f, xt, m, k, dx, dc, ds, NULL)) && !(s = wb_gpu_sync(t->gpu)) &&
+        !(s = wb_gpu_download(t->gpu, gc, dc, n)))
+        s = wb_gpu_download(t->gpu, gs, ds, (size_t)groups * 4);
+    int64_t bad = 0;
+    for (size_t i = 0; !s && i < n; i++)
+        bad += gc[i] != codes[i];
+    for (int64_t i = 0; !s && i < groups; i++)
+        bad += memcmp(&gs[i], &sc[i], 4) != 0;
+    int ok = !s && !bad;
+    snprintf(cfg, sizeof cfg, "quantizer,x=%s", bf16 ? "bf16" : "f16");
+    record_kernel(t, sha, spec, cfg, 0, !ok);
+    printf("%s quant %s x=%s m=%lld k=%lld%s%s\n", ok ? "ok  " : "FAIL", spec, bf16 ? "bf16" : "f16", (long long)m,
+           (long long)k, s ? ": " : bad ? ": codes or scales differ from the host reference" : "",
+           s ? wb_last_error() : "");
+    fflush(stdout);
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    if (dx)
+        wb_gpu_free(t->gpu, dx);
+    if (dc)
+        wb_gpu_free(t->gpu, dc);
+    if (ds)
+        wb_gpu_free(t->gpu, ds);
+    free(x), free(xf), free(sc), free(gs), free(codes), free(gc);
+    return 1;
+}
+
+static void run_quant_cases(selftest *t, int quick)
+{
+    static const char *const specs[] = {"int8", "int8,ag=128", "fp8", "fp8-block", "a=e5m2,w=e4m3,ws=f32,g=0",
+                                        "a=e5m2,ag=256,w=e4m3,ws=f32,g=0"};
+    static const int64_t shapes[][2] = {{1, 4096}, {77, 1024}, {300, 8192}};
+    int index = 0;
+    for (size_t sp = 0; sp < sizeof specs / sizeof specs[0]; sp++)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+                if (!quick || sh == (sp + (size_t)bf16) % 3)
+                    quant_case(t, specs[sp], bf16, shapes[sh][0], shapes[sh][1], index++);
+}
+
 int cmd_selftest(int argc, char **argv)
 {
     cli_args a;
@@ -730,6 +808,9 @@ int cmd_selftest(int argc, char **argv)
         }
     for (int i = 0; i < p.count; i++)
         run_case(&t, &p.c[i], i, i == twice_at);
+    /* the activation quantizer: with the whole plan, or when --only names it */
+    if ((!cli_has(&a, O_ONLY) && !cli_has(&a, O_M)) || (cli_has(&a, O_ONLY) && strstr("quant", a.val[O_ONLY])))
+        run_quant_cases(&t, cli_has(&a, O_QUICK));
     const char *ledger = cli_has(&a, O_LEDGER) ? a.val[O_LEDGER] : DEFAULT_LEDGER;
     rc = write_ledger(&t, ledger);
     printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
