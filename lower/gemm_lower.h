@@ -56,8 +56,11 @@ typedef struct lw {
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
-    int w_top;                         /* W8A8 with 8-bit weights: the rotated loop loads the words at
-                                          the iteration's top instead (see wb_wgmma_steps) */
+    int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
+                                          registers double-buffered (see wb_wgmma_steps) */
+    int half;                          /* pp: which half of the loop body is being lowered */
+    wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
+    const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
 } lw;
 
@@ -183,6 +186,8 @@ void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
+void wb_wgmma_kloop_mid(lw *L);
+void wb_wgmma_pp_setup(lw *L);
 void wb_wgmma_ahead_setup(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);

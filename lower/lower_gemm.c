@@ -311,9 +311,11 @@ static void lower_kloop(lw *L)
     }
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
         wb_wgmma_land(L, ahead - 1, 0);
-        L->wpre = L->w_top ? NULL : value_regs(L, L->wpre_value, wb_gemm_w_words(L));
+        L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
+        if (L->pp)
+            wb_wgmma_pp_setup(L);
         wb_wgmma_ahead_setup(L);
     }
     const char *head = wb_new_label(L->f, "kloop");
@@ -392,7 +394,7 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 
 static void lower_frag_w(lw *L, int value)
 {
-    if (L->rot && !L->w_top) /* loaded ahead, into the same registers every iteration */
+    if (L->rot) /* loaded ahead, into the same registers every iteration (pp: into the other half's) */
         return;
     wb_reg *q = value_regs(L, value, wb_gemm_w_words(L));
     if (q)
@@ -705,7 +707,9 @@ wb_reg *wb_gemm_new_wide(lw *L)
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
-    if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
+    if (c && a && b && L->pp) /* loaded (and widened) while the other half's group ran */
+        a = L->abuf[L->half];
+    else if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen_int4(L, q, a);
@@ -867,13 +871,13 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;
-    L.w_top = L.w8a8 && k->fmt.w.bits == 8;
     L.wpre_value = -1;
     for (int i = 0; i < k->nops; i++)
         if (k->ops[i].op == WB_TOP_LOAD_FRAG && k->ops[i].operand == WB_OPERAND_W)
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
+    L.pp = L.rot && L.w8a8;
     wb_layout_get(&k->fmt, &k->cfg, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
@@ -882,8 +886,17 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
     lower_setup(&L);
 
+    int body = -1; /* pp: the first op of the loop body, lowered a second time for the second half */
     for (int i = 0; i < k->nops; i++) {
         const wb_tile_op *o = &k->ops[i];
+        if (o->op == WB_TOP_KLOOP)
+            body = i + 1;
+        if (o->op == WB_TOP_KLOOP_END && L.pp && !L.half && body >= 0) {
+            wb_wgmma_kloop_mid(&L);
+            L.half = 1;
+            i = body - 1;
+            continue;
+        }
         const char *text = annotate ? wb_tile_op_text(k, o) : NULL;
         if (annotate)
             wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(f->arena, "ir: %s", text ? text : "?")));

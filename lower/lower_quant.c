@@ -24,20 +24,27 @@
 
 enum { QUANT_WARPS = 8 };
 
-static wb_reg op(wb_func *f, wb_op o, const char *ty, wb_rc rc, int n, wb_opnd a, wb_opnd b, wb_opnd c)
+/* One instruction into a new register of class rc, from one, two or three operands. */
+static wb_reg op3(wb_func *f, wb_op o, const char *ty, wb_rc rc, wb_opnd a, wb_opnd b, wb_opnd c)
 {
     wb_reg d = wb_new_reg(f, rc);
-    if (n == 1)
-        wb_emit(f, o, ty, 2, wb_r(d), a);
-    else if (n == 2)
-        wb_emit(f, o, ty, 3, wb_r(d), a, b);
-    else
-        wb_emit(f, o, ty, 4, wb_r(d), a, b, c);
+    wb_emit(f, o, ty, 4, wb_r(d), a, b, c);
     return d;
 }
-#define OP1(o, ty, rc, a) op(f, o, ty, rc, 1, a, wb_imm(0), wb_imm(0))
-#define OP2(o, ty, rc, a, b) op(f, o, ty, rc, 2, a, b, wb_imm(0))
-#define OP3(o, ty, rc, a, b, c) op(f, o, ty, rc, 3, a, b, c)
+
+static wb_reg op2(wb_func *f, wb_op o, const char *ty, wb_rc rc, wb_opnd a, wb_opnd b)
+{
+    wb_reg d = wb_new_reg(f, rc);
+    wb_emit(f, o, ty, 3, wb_r(d), a, b);
+    return d;
+}
+
+static wb_reg op1(wb_func *f, wb_op o, const char *ty, wb_rc rc, wb_opnd a)
+{
+    wb_reg d = wb_new_reg(f, rc);
+    wb_emit(f, o, ty, 2, wb_r(d), a);
+    return d;
+}
 
 static wb_reg param(wb_func *f, const char *name, const char *ty, wb_rc rc)
 {
@@ -55,29 +62,29 @@ static void load4(wb_func *f, int bf16, wb_reg addr, wb_reg v[4])
 {
     for (int w = 0; w < 2; w++) {
         wb_reg word = wb_new_reg(f, WB_RC_B32);
-        wb_emit(f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(word), wb_r(OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(addr), wb_imm(4 * w))));
+        wb_emit(f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(word), wb_r(op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(addr), wb_imm(4 * w))));
         if (bf16) { /* bf16 -> f32: the 16 bits on top */
-            v[2 * w] = OP2(WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
-            v[2 * w + 1] = OP2(WB_OP_AND, "b32", WB_RC_B32, wb_r(word), wb_hex(0xFFFF0000u));
+            v[2 * w] = op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
+            v[2 * w + 1] = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(word), wb_hex(0xFFFF0000u));
             continue;
         }
         wb_reg h[2] = {wb_new_reg(f, WB_RC_B16), wb_new_reg(f, WB_RC_B16)};
         wb_emit(f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(word));
         for (int i = 0; i < 2; i++)
-            v[2 * w + i] = OP1(WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[i]));
+            v[2 * w + i] = op1(f, WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[i]));
     }
 }
 
 /* x / s, rounded to odd at 24 bits (head comment); 0 where s is 0 (zero). */
 static wb_reg quotient(wb_func *f, wb_reg x, wb_reg s, wb_reg zero)
 {
-    wb_reg q = OP2(WB_OP_DIV, "rz.f32", WB_RC_F32, wb_r(x), wb_r(s));
-    wb_reg rem = OP3(WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(q), wb_r(s), wb_r(OP1(WB_OP_NEG, "f32", WB_RC_F32, wb_r(x))));
+    wb_reg q = op2(f, WB_OP_DIV, "rz.f32", WB_RC_F32, wb_r(x), wb_r(s));
+    wb_reg rem = op3(f, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(q), wb_r(s), wb_r(op1(f, WB_OP_NEG, "f32", WB_RC_F32, wb_r(x))));
     wb_reg inexact = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_NE, "f32", 3, wb_r(inexact), wb_r(rem), wb_f32(0.0f));
-    wb_reg odd = OP3(WB_OP_SELP, "b32", WB_RC_B32, wb_imm(1), wb_imm(0), wb_r(inexact));
-    q = OP2(WB_OP_OR, "b32", WB_RC_B32, wb_r(q), wb_r(odd));
-    return OP3(WB_OP_SELP, "b32", WB_RC_B32, wb_imm(0), wb_r(q), wb_r(zero));
+    wb_reg odd = op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_imm(1), wb_imm(0), wb_r(inexact));
+    q = op2(f, WB_OP_OR, "b32", WB_RC_B32, wb_r(q), wb_r(odd));
+    return op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_imm(0), wb_r(q), wb_r(zero));
 }
 
 /* Four quotients -> one word of four codes, element 0 in the low byte. */
@@ -91,17 +98,17 @@ static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
         /* the first source goes to the upper byte */
         wb_emit(f, WB_OP_CVT_F8X2, t, 3, wb_r(lo), wb_r(q[1]), wb_r(q[0]));
         wb_emit(f, WB_OP_CVT_F8X2, t, 3, wb_r(hi), wb_r(q[3]), wb_r(q[2]));
-        return OP2(WB_OP_PACK_B16X2, NULL, WB_RC_B32, wb_r(lo), wb_r(hi));
+        return op2(f, WB_OP_PACK_B16X2, NULL, WB_RC_B32, wb_r(lo), wb_r(hi));
     }
     wb_reg c[4];
     for (int i = 0; i < 4; i++) { /* RNE, then the s8 range as the reference's encoder saturates */
-        c[i] = OP1(WB_OP_CVT, "rni.s32.f32", WB_RC_B32, wb_r(q[i]));
-        c[i] = OP2(WB_OP_MIN, "s32", WB_RC_B32, wb_r(OP2(WB_OP_MAX, "s32", WB_RC_B32, wb_r(c[i]), wb_imm(-128))),
+        c[i] = op1(f, WB_OP_CVT, "rni.s32.f32", WB_RC_B32, wb_r(q[i]));
+        c[i] = op2(f, WB_OP_MIN, "s32", WB_RC_B32, wb_r(op2(f, WB_OP_MAX, "s32", WB_RC_B32, wb_r(c[i]), wb_imm(-128))),
                    wb_imm(127));
     }
-    wb_reg lo = OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[0]), wb_r(c[1]), wb_hex(0x0040));
-    wb_reg hi = OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[2]), wb_r(c[3]), wb_hex(0x0040));
-    return OP3(WB_OP_PRMT, NULL, WB_RC_B32, wb_r(lo), wb_r(hi), wb_hex(0x5410));
+    wb_reg lo = op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[0]), wb_r(c[1]), wb_hex(0x0040));
+    wb_reg hi = op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[2]), wb_r(c[3]), wb_hex(0x0040));
+    return op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(lo), wb_r(hi), wb_hex(0x5410));
 }
 
 static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
@@ -111,32 +118,32 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     wb_reg x = param(f, "p_x", "u64", WB_RC_B64), codes = param(f, "p_codes", "u64", WB_RC_B64);
     wb_reg scales = param(f, "p_scales", "u64", WB_RC_B64);
     wb_reg groups = param(f, "p_groups", "u32", WB_RC_B32), gsize = param(f, "p_gsize", "u32", WB_RC_B32);
-    wb_reg tid = OP1(WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
-    wb_reg cta = OP1(WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
-    wb_reg lane = OP2(WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
-    wb_reg gw = OP3(WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(QUANT_WARPS),
-                    wb_r(OP2(WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))));
+    wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    wb_reg cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
+    wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    wb_reg gw = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(QUANT_WARPS),
+                    wb_r(op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))));
     const char *done = wb_new_label(f, "done");
     wb_reg past = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(gw), wb_r(groups));
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(done));
     /* the lane's first activation and code: element gw * gsize + 4 * lane */
-    wb_reg first = OP2(WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_r(gsize));
-    first = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(first), wb_r(OP1(WB_OP_CVT, "u64.u32", WB_RC_B64,
-                                                                  wb_r(OP2(WB_OP_SHL, "b32", WB_RC_B32, wb_r(lane), wb_imm(2))))));
-    wb_reg xa0 = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(OP2(WB_OP_SHL, "b64", WB_RC_B64, wb_r(first), wb_imm(1))));
-    wb_reg ca0 = OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes), wb_r(first));
-    wb_reg steps = OP2(WB_OP_SHR, "u32", WB_RC_B32, wb_r(gsize), wb_imm(7));
+    wb_reg first = op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_r(gsize));
+    first = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(first), wb_r(op1(f, WB_OP_CVT, "u64.u32", WB_RC_B64,
+                                                                  wb_r(op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(lane), wb_imm(2))))));
+    wb_reg xa0 = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_SHL, "b64", WB_RC_B64, wb_r(first), wb_imm(1))));
+    wb_reg ca0 = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes), wb_r(first));
+    wb_reg steps = op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(gsize), wb_imm(7));
 
     /* pass 1: the group's largest |x| */
-    wb_reg amax = OP1(WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f)), xa = OP1(WB_OP_MOV, "u64", WB_RC_B64, wb_r(xa0));
-    wb_reg j = OP1(WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
+    wb_reg amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f)), xa = op1(f, WB_OP_MOV, "u64", WB_RC_B64, wb_r(xa0));
+    wb_reg j = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
     const char *l1 = wb_new_label(f, "amax");
     wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(l1));
     wb_reg v[4];
     load4(f, bf16, xa, v);
     for (int i = 0; i < 4; i++)
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(OP1(WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[i]))));
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[i]))));
     wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(xa), wb_r(xa), wb_imm(256));
     wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(j), wb_r(j), wb_imm(1));
     wb_reg more = wb_new_reg(f, WB_RC_PRED);
@@ -144,17 +151,17 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(l1));
     for (int d = 16; d >= 1; d /= 2)
         wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
-                wb_r(OP2(WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
 
     /* the scale: f32(amax / max_a), the division in f64 as the reference's */
     double max_a = wb_type_decode(fm->a, wb_type_encode(fm->a, 1e300));
-    wb_reg num = OP1(WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(amax));
-    wb_reg den = OP1(WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(OP1(WB_OP_MOV, "f32", WB_RC_F32, wb_f32((float)max_a))));
-    wb_reg s = OP1(WB_OP_CVT, "rn.f32.f64", WB_RC_F32, wb_r(OP2(WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(num), wb_r(den))));
+    wb_reg num = op1(f, WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(amax));
+    wb_reg den = op1(f, WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32((float)max_a))));
+    wb_reg s = op1(f, WB_OP_CVT, "rn.f32.f64", WB_RC_F32, wb_r(op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(num), wb_r(den))));
     wb_reg lead = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(lead), wb_r(lane), wb_imm(0));
     wb_emit(f, WB_OP_ST_GLOBAL, "f32", 2,
-            wb_r(OP2(WB_OP_ADD, "u64", WB_RC_B64, wb_r(scales), wb_r(OP2(WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_imm(4))))),
+            wb_r(op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(scales), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gw), wb_imm(4))))),
             wb_r(s));
     wb_guard_last(f, lead, 0);
     wb_reg zero = wb_new_reg(f, WB_RC_PRED);
@@ -162,7 +169,7 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
 
     /* pass 2: the codes, four bytes a lane a step */
     wb_emit(f, WB_OP_MOV, "u64", 2, wb_r(xa), wb_r(xa0));
-    wb_reg ca = OP1(WB_OP_MOV, "u64", WB_RC_B64, wb_r(ca0));
+    wb_reg ca = op1(f, WB_OP_MOV, "u64", WB_RC_B64, wb_r(ca0));
     wb_emit(f, WB_OP_MOV, "u32", 2, wb_r(j), wb_imm(0));
     const char *l2 = wb_new_label(f, "codes");
     wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(l2));

@@ -99,8 +99,41 @@ void wb_wgmma_ahead_setup(lw *L)
         wb_gemm_slice_scales(L, mov(L, "u32", WB_RC_B32, wb_imm(0)), L->sscale, (wb_reg){-1});
 }
 
+/* pp: the next tile's A registers into a: 8-bit words as loaded; int4 words loaded into wpre and
+ * widened into a. */
+static void pp_fill(lw *L, wb_reg *a)
+{
+    if (L->fmt->w.bits == 8) {
+        wb_gemm_load_w_words(L, a, 0);
+        return;
+    }
+    wb_gemm_load_w_words(L, L->wpre, 0);
+    wb_gemm_widen_int4(L, L->wpre, a);
+}
+
+/* pp, before the loop: both halves' A registers; tile 0's (its words already in wpre) into the first. */
+void wb_wgmma_pp_setup(lw *L)
+{
+    int n = L->fmt->w.bits == 8 ? wb_gemm_w_words(L) : 2 * wb_gemm_w_words(L);
+    for (int h = 0; h < 2; h++) {
+        L->abuf[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->abuf[h]);
+        for (int i = 0; L->abuf[h] && i < n; i++)
+            L->abuf[h][i] = wb_new_reg(L->f, WB_RC_B32);
+        if (!L->abuf[h]) {
+            L->f->oom = 1;
+            return;
+        }
+    }
+    if (L->fmt->w.bits == 8)
+        for (int i = 0; i < n; i++)
+            wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->abuf[0][i]), wb_r(L->wpre[i]));
+    else
+        wb_gemm_widen_int4(L, L->wpre, L->abuf[0]);
+    L->loop_exit = wb_new_label(L->f, "kdone");
+}
+
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words (unless w_top), all while tile kt's group runs. */
+ * the write stage, load tile kt + 1's code words (pp: into the other half's A registers), all while tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -108,7 +141,9 @@ static void land_next(lw *L, int pending, int dist)
     wb_reg next = addi(L, L->kt, dist);
     wb_gemm_issue_ahead(L, next);
     wb_gemm_advance_stage(L, L->wo);
-    if (L->wpre)
+    if (L->pp) /* into the other half's registers: not the ones this group reads */
+        pp_fill(L, L->abuf[1 - L->half]);
+    else if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
 }
 
@@ -127,10 +162,14 @@ static void promote(lw *L)
  * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
  * waited for it before the barrier), load the next tile's code words, and only then wait for the
  * group. The group's whole flight lies inside one iteration, before its wait: a group kept in flight
- * across the loop's back edge gave wrong results on the H200 (docs/perf.md). Unrolling the loop by
- * two, the first half's group in flight through the second half's dequant, measured within 2% of
- * this loop (2026-12-03) and was removed. */
-void wb_wgmma_kloop_end(lw *L)
+ * across the loop's back edge gave wrong results on the H200 (docs/perf.md). For 16-bit activations,
+ * unrolling the loop by two, the first half's group in flight through the second half's dequant,
+ * measured within 2% of this loop (2026-12-03) and was removed; W8A8 unrolls it by two (L->pp) so
+ * that the next tile's A registers can be filled while a group runs (wb_wgmma_steps). */
+
+/* The end of an iteration's work on tile kt: land the next, wait for this group, promote, load the
+ * next tile's group scales, kt + 1. */
+static void tile_end(lw *L)
 {
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
@@ -141,9 +180,25 @@ void wb_wgmma_kloop_end(lw *L)
         wb_gemm_slice_scales(L, next, L->sscale, in);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+}
+
+/* pp: the first half's end; K may end there (an odd number of tiles). */
+void wb_wgmma_kloop_mid(lw *L)
+{
+    tile_end(L);
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->loop_exit));
+}
+
+void wb_wgmma_kloop_end(lw *L)
+{
+    tile_end(L);
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
+    if (L->pp)
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
 }
 
 /* The slice's wgmma steps: four k16 (16-bit activations), or four k32 (8-bit codes, a k128 slice). */
@@ -185,10 +240,11 @@ static const char *wgmma_shape(lw *L)
  * rotated loop waits for it at the iteration's end (wb_wgmma_kloop_end); the plain one here.
  * W8A8: m64nNk32 with s8 or fp8 codes; its A registers are the code words as loaded (the per-warp
  * fragment of wgmma k32 for 8-bit types is that of mma.sync m16n8k32). No register a wgmma reads may
- * be written while its group runs: ptxas then serializes every wgmma (its warning C7513). So 8-bit
- * words are loaded at the iteration's top, after the previous wait (L->w_top; loaded ahead into the
- * registers the rotated loop reuses, even through a mov, which ptxas folds, they made the int8 and fp8
- * kernels serial), and int4 words, loaded ahead, are widened at the top into other registers. fp8 sums
+ * be written while its group runs: ptxas then serializes every wgmma (its warning C7513; loading the
+ * next words into the registers the loop reuses, even through a mov, which ptxas folds, made the
+ * int8 and fp8 kernels serial). So the loop is unrolled by two (L->pp) with two sets of A registers:
+ * while one half's group reads its set, the next tile's words are loaded (and int4 widened) into the
+ * other's. fp8 sums
  * in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's
  * product (k128, four steps) starts from zero (scale-d false) in its own registers and is added to the
  * f32 sums once complete (promote). */

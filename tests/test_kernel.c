@@ -238,7 +238,7 @@ static int count_of(const char *text, const char *what)
  * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
  * heuristic picks mma.sync also on sm_90a. */
 /* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (four
- * per k128 slice, loaded at the iteration's top) and the s8 tile read through
+ * per k128 slice, double-buffered across the two halves of the unrolled loop) and the s8 tile read through
  * 128B-swizzle descriptors; s32 sums converted once, after K. K not a multiple of 128: mma.sync.
  * Forced choices: mma.sync stays legal, TMA is refused. */
 START_TEST(w8a8_wgmma)
@@ -253,11 +253,12 @@ START_TEST(w8a8_wgmma)
         char *ptx = NULL, shape[64];
         ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
         snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {", 8 * c.m_tiles);
-        ck_assert_int_eq(count_of(ptx, shape), 4);
-        ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
-        /* 16 code words a lane, loaded at the top of the iteration (a wgmma's registers are never
-         * written while it runs) */
-        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 4);
+        /* the loop unrolled by two, four wgmma a half */
+        ck_assert_int_eq(count_of(ptx, shape), 8);
+        ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 8);
+        /* 16 code words a lane: before the loop, then for the next tile in each half, into the other
+         * half's registers (a wgmma's registers are never written while it runs) */
+        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 12);
         ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, wgmma m64n"));
         ck_assert_ptr_null(strstr(ptx, "ldmatrix")); /* wgmma reads the activations itself */
         ck_assert_ptr_null(strstr(ptx, "mma.sync"));
@@ -375,17 +376,17 @@ START_TEST(fp8_wgmma)
             ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
             snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.%s.%s {", 8 * c.m_tiles,
                      pairs[p][1], pairs[p][0]);
-            ck_assert_int_eq(count_of(ptx, shape), 4);
-            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
+            ck_assert_int_eq(count_of(ptx, shape), 8); /* two halves of the unrolled loop */
+            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 8);
             ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w="));
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "s32"));
             ck_assert_ptr_nonnull(strstr(ptx, "setp.eq.u32")); /* the false scale-d */
-            /* the promotion: one f32 add per sum after the wait (the epilogue adds the split K's
-             * partial sums, and a bias) */
+            /* the promotion: one f32 add per sum after each half's wait (the epilogue adds the split
+             * K's partial sums, and a bias) */
             const char *wait = strstr(ptx, "wgmma.wait_group.sync.aligned 0;");
             ck_assert_ptr_nonnull(wait);
-            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + (int)(j & 1)));
+            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + 1 + (int)(j & 1)));
             ck_assert_int_eq(c.warps_k, ms[j] <= 16 ? 4 : 1); /* decode: warpgroups split K */
             free(ptx);
         }

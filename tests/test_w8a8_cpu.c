@@ -629,6 +629,10 @@ START_TEST(w8a8_wgmma_kernel_matches_reference)
     run_case("fp8", WB_ARCH_SM90A, 1, 128, 1024, (wb_config){0});
     run_case("fp8,out=f16,bias=1", WB_ARCH_SM90A, 100, 128, 512, (wb_config){0});
     run_case("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM90A, 16, 256, 512, (wb_config){0});
+    /* an odd number of k128 tiles: K ends after the first half of the two-tile loop */
+    run_case("fp8", WB_ARCH_SM90A, 100, 128, 384, (wb_config){0});
+    run_case("int8,bias=1", WB_ARCH_SM90A, 100, 128, 640, (wb_config){0});
+    run_case("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 70, 128, 128, (wb_config){0});
 }
 END_TEST
 
