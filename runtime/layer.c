@@ -242,6 +242,18 @@ wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_s
     return launch(layer, "wb_layer_gemm_q", m, a, a_scale, out, stream);
 }
 
+wb_status wb_layer_gemm_x(wb_layer *layer, int64_t m, wb_type x_type, wb_devptr x, wb_devptr codes,
+                          wb_devptr scales, wb_devptr out, void *stream)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_x: layer is NULL");
+    if (!quantized_acts(&layer->f))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_x: this layer's activations are f16 or bf16: use "
+                                       "wb_layer_gemm");
+    wb_status st = wb_gpu_quantize_acts(layer->gpu, &layer->f, x_type, m, layer->k, x, codes, scales, stream);
+    return st ? st : wb_layer_gemm_q(layer, m, codes, scales, out, stream);
+}
+
 wb_status wb_layer_last_kernel(const wb_layer *layer, wb_config *cfg, char sha256_hex[65])
 {
     if (!layer)

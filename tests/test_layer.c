@@ -219,6 +219,42 @@ START_TEST(test_layer_gemm_q)
 }
 END_TEST
 
+/* wb_layer_gemm_x: the activation quantizer, then the GEMM on its codes, two launches on the stream;
+ * each kernel JITs once. Refused for f16 layers, f32 input and shapes the quantizer does not take. */
+START_TEST(test_layer_gemm_x)
+{
+    wb_gpu *g = fake_gpu();
+    wb_type f16, f32;
+    ck_assert(wb_type_parse("f16", &f16) == WB_OK && wb_type_parse("f32", &f32) == WB_OK);
+    wb_layer *l = make_layer(g, "w4a16", 256, 1024);
+    ck_assert_error(wb_layer_gemm_x(l, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL), WB_ERR_INVALID,
+                    "use wb_layer_gemm");
+    wb_layer_destroy(l);
+    l = make_layer(g, "int8", 256, 1024);
+    ck_assert_error(wb_layer_gemm_x(l, 16, f32, 0xA000, 0xD000, 0xC000, 0xB000, NULL), WB_ERR_INVALID,
+                    "f16 or bf16");
+    ck_assert_error(wb_layer_gemm_x(NULL, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL), WB_ERR_INVALID,
+                    "layer is NULL");
+    ck_assert_int_eq(fake.launches, 0);
+    int loads = fake.loads;
+    wb_status st = wb_layer_gemm_x(l, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_x: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 2);
+    ck_assert_int_eq(fake.loads, loads + 2); /* the quantizer and the GEMM */
+    st = wb_layer_gemm_x(l, 300, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_x: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 4);
+    ck_assert_int_le(fake.loads, loads + 3); /* the quantizer again from its cache; maybe another GEMM */
+    wb_layer_destroy(l);
+    l = make_layer(g, "int8", 256, 1088); /* K = 1088: not a multiple of 128 */
+    ck_assert_error(wb_layer_gemm_x(l, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL), WB_ERR_INVALID,
+                    "K a multiple of 128");
+    ck_assert_int_eq(fake.launches, 4);
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 /* A forced config is used as given and remembered by last_kernel; NULL goes back to the heuristic. */
 START_TEST(test_layer_forced_config)
 {
@@ -273,6 +309,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_gemm);
     tcase_add_test(b, test_layer_gemm_tma);
     tcase_add_test(b, test_layer_gemm_q);
+    tcase_add_test(b, test_layer_gemm_x);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
     suite_add_tcase(s, b);
