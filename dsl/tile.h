@@ -23,19 +23,25 @@ static inline int wb_type_fp8(wb_type t)
     return t.kind == WB_KIND_FLOAT && t.bits == 8 && ((t.ebits == 4 && t.mbits == 3) || (t.ebits == 5 && t.mbits == 2));
 }
 
+/* A 4-bit weight code the 8-bit MMAs take after widening it in registers: int4 or e2m1. */
+static inline int wb_type_w4(wb_type t)
+{
+    return (t.kind == WB_KIND_INT && t.bits == 4) || (t.kind == WB_KIND_FLOAT && t.ebits == 2 && t.mbits == 1);
+}
+
 /* W8A8: 8-bit activation codes times 8-bit weight codes on the MMA itself: s8 x int8 (the integer
  * MMA, s32 sums) or e4m3/e5m2 x e4m3/e5m2 (the fp8 MMA, f32 sums). The packed weight words are the
  * MMA's A registers as they are (no dequant; the m16n8k32 fragment is the same for any 8-bit code);
- * the scales are applied after K. W4A8 (int4 weights with s8 or fp8 activations) is the same kernel
- * with two A registers to a packed word, widened nibble by nibble before the MMA (exactly: to s8, or
- * to the e4m3 code of n x 2^-9, the 2^9 put back after K). */
+ * the scales are applied after K. W4A8 (int4 or e2m1 weights with s8 or fp8 activations) is the same
+ * kernel with two A registers to a packed word, widened nibble by nibble before the MMA, exactly
+ * (lower/lower_widen.c: to s8, or to e4m3 codes scaled by a power of two put back after K). */
 static inline int wb_format_w8a8(const wb_format *f)
 {
-    /* s8 activations with int8 weights, or int4 weights widened to s8 in registers (W4A8); fp8
-     * activations with fp8 weights, or int4 weights widened to e4m3 in registers (W4A8 fp8) */
-    int int4 = f->w.kind == WB_KIND_INT && f->w.bits == 4;
-    int ints = f->a.kind == WB_KIND_INT && f->a.bits == 8 && f->w.kind == WB_KIND_INT && (f->w.bits == 8 || int4);
-    return ints || (wb_type_fp8(f->a) && (wb_type_fp8(f->w) || int4));
+    /* s8 activations with int8 weights, or 4-bit weights (int4, e2m1) widened to s8 in registers
+     * (W4A8); fp8 activations with fp8 weights, or 4-bit weights widened to e4m3 in registers */
+    int w4 = wb_type_w4(f->w);
+    int ints = f->a.kind == WB_KIND_INT && f->a.bits == 8 && ((f->w.kind == WB_KIND_INT && f->w.bits == 8) || w4);
+    return ints || (wb_type_fp8(f->a) && (wb_type_fp8(f->w) || w4));
 }
 
 /* W8A8 on fp8 codes (the fp8 MMA, f32 sums), as opposed to s8 x int8. */

@@ -213,11 +213,13 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
                                        "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
                        (long long)n, (long long)k);
     /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
-     * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4 (fp8 W8A8 sums are f32: no such limit) */
-    int64_t kmax = 1ll << (25 - f->w.bits);
-    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && !f->g && k >= kmax) /* grouped: f32 sums */
-        return wb_fail(WB_ERR_INVALID, "a=s8 with w=int%d needs K below %lld (its s32 sums could overflow; got "
-                                       "K=%lld)", f->w.bits, (long long)kmax, (long long)k);
+     * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4; e2m1 widens to at most 12 (2 x 6): 2^20
+     * (fp8 W8A8 sums are f32: no such limit) */
+    int64_t kmax = f->w.kind == WB_KIND_FLOAT ? 1ll << 20 : 1ll << (25 - f->w.bits);
+    char wn[8];
+    if (wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) && !f->g && !f->ag && k >= kmax) /* grouped: f32 sums */
+        return wb_fail(WB_ERR_INVALID, "a=s8 with w=%s needs K below %lld (its s32 sums could overflow; got "
+                                       "K=%lld)", wb_type_name(f->w, wn), (long long)kmax, (long long)k);
     if (m * n >= (1ll << 32) || n * k >= (1ll << 34) || m >= (1ll << 31))
         return wb_fail(WB_ERR_INVALID, "shape too large: M*N must be below 2^32 and N*K below 2^34");
     return WB_OK;

@@ -40,7 +40,8 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
-    int w4_f8;                         /* int4 weights on the fp8 MMA: widened to e4m3 codes of n x 2^-9 */
+    int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */
+    float w4_factor;                   /* what the widened weights' sums are multiplied by after K */
     int grouped;                       /* w8a8 with f32 scales per group along K of the weights (g) or
                                           the activations (ag): each slice's product (s32, or f32 on
                                           fp8), scaled, goes into f32 sums */
@@ -176,6 +177,7 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 wb_reg *wb_gemm_new_slice_scales(lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a);
+float wb_widen_factor(const wb_format *f);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 

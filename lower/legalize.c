@@ -26,7 +26,8 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
     if (emulated >= 0)
         snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
     return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations, s8 "
-                                       "with w=int8 or int4, and e4m3/e5m2 with w=e4m3, e5m2 or int4, only)%s",
+                                       "with w=int8, int4 or e2m1, and e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, "
+                                       "only)%s",
                    wb_type_name(f->a, tn), why);
 }
 

@@ -652,47 +652,6 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
     }
 }
 
-/* W4A8 with fp8 activations: nibble n (two's complement) becomes the e4m3 code of n x 2^-9, which is
- * sign | |n|: the codes 0x01..0x07 are the subnormals 1..7 x 2^-9, 0x08 is 2^-6 = 8 x 2^-9. With u the
- * nibble as a byte (0..15), that is u when u < 8, else 0x90 - u (0x88 for -8 .. 0x81 for -1; no borrow
- * between bytes). The mask of negative bytes is the nibble's bit 3 moved to bit 7 and copied over the
- * byte by prmt's sign mode. Every int4 value is exact; the sums are 2^-9 times the true ones, and the
- * epilogue multiplies by 2^9 (exact). */
-static void widen_int4_e4m3(lw *L, const wb_reg *q, const wb_reg *a, int words)
-{
-    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
-            wb_text("dequant rule: int4 -> e4m3 code of n x 2^-9: u < 8 ? u : 0x90 - u per byte (exact; "
-                    "x 2^9 after K)"));
-    for (int i = 0; i < 2 * words; i++) {
-        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
-        wb_reg u = andi(L, x, 0x0F0F0F0F);
-        wb_reg neg = op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_hex(0x90909090u), wb_r(u));
-        wb_reg top = i & 1 ? q[i / 2] : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(q[i / 2]), wb_imm(4));
-        wb_reg mask = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(top), wb_imm(0), wb_hex(0xBA98));
-        wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[i]), wb_r(mask), wb_r(neg), wb_r(u), wb_hex(0xCA)); /* mask ? neg : u */
-    }
-}
-
-/* W4A8: the slice's int4 code words q widened to the 8-bit A registers a of the MMA, exactly. Packed
- * word j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble). To s8, a
- * nibble x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into the high four
- * bits, no carry between bytes); to e4m3, widen_int4_e4m3. */
-void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a)
-{
-    int words = wb_gemm_w_words(L);
-    if (L->w4_f8) {
-        widen_int4_e4m3(L, q, a, words);
-        return;
-    }
-    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("dequant rule: int4 -> s8, nibble & 0xF | (nibble & 8) * 0x1E (exact)"));
-    for (int i = 0; i < 2 * words; i++) {
-        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
-        x = andi(L, x, 0x0F0F0F0F);
-        wb_reg sign = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(andi(L, x, 0x08080808)), wb_imm(0x1E));
-        wb_emit(L->f, WB_OP_OR, "b32", 3, wb_r(a[i]), wb_r(x), wb_r(sign));
-    }
-}
-
 /* Fresh registers for the widened words of one slice. */
 wb_reg *wb_gemm_new_wide(lw *L)
 {
@@ -709,7 +668,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
     if (c && a && b && L->pp) /* loaded (and widened) while the other half's group ran */
         a = L->abuf[L->half];
-    else if (c && a && b && L->w8a8 && L->fmt->w.bits == 4) {
+    else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w)) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen_int4(L, q, a);
@@ -767,8 +726,8 @@ static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
     if (!L->fmt->ag) /* with ag, the slices were scaled one by one (wb_gemm_scale_part) */
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
     wb_reg v = s32_sums(L) ? cvt(L, "rn.f32.s32", WB_RC_F32, sum) : sum;
-    if (L->w4_f8) /* int4 weights went through the fp8 MMA as n x 2^-9 */
-        v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_f32(512.0f));
+    if (L->w4_factor != 1.0f) /* 4-bit weights went through the MMA scaled (lower_widen.c) */
+        v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_f32(L->w4_factor));
     v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
     return L->fmt->ag ? v : op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
 }
@@ -866,7 +825,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
-    L.w4_f8 = L.a8_float && k->fmt.w.kind == WB_KIND_INT;
+    L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w);
+    L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tma = k->cfg.load == WB_LOAD_TMA;

@@ -156,8 +156,8 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
     ck_assert_int_eq(ptx_for("a=e4m3,w=int8,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, s8 with w=int8 or int4, and e4m3/e5m2 with "
-                                                  "w=e4m3, e5m2 or int4, only"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, s8 with w=int8, int4 or e2m1, and "
+                                                  "e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, only"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
     ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_OK);

@@ -578,9 +578,10 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         check_bounded_output(&f, spec, arch, conf, i / n, i % n, k, acodes, w, ws, as, out[i], ref[i]);
     for (int64_t i = 0; exact && i < m * n; i++) {
         /* bitwise: the exact s32 sum, to f32, times ws[n], times as[m], plus the bias, rounded once */
-        int64_t row = i / n, col = i % n, sum = 0;
+        int64_t row = i / n, col = i % n;
+        double sum = 0; /* exact: integer or e2m1 (half-integer) weights */
         for (int64_t j = 0; j < k; j++)
-            sum += (int8_t)acodes[row * k + j] * ((int)(w[col * k + j] ^ (1u << (f.w.bits - 1))) - (1 << (f.w.bits - 1)));
+            sum += (int8_t)acodes[row * k + j] * wb_type_decode(f.w, w[col * k + j]);
         float v = (float)sum * ws[col] * as[row];
         if (f.bias)
             v += f.out.kind == WB_KIND_BF16 ? (float)wb_bf16_to_double(bias[col]) : (float)wb_f16_to_double(bias[col]);
@@ -684,6 +685,25 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
 }
 END_TEST
 
+/* W4A8 with e2m1 weights: to s8 (2v, x 1/2 after K: bit for bit the exact sum) and to e4m3 (the code
+ * of 2v x 2^-9, x 2^8 after K), through the prmt table; mma.sync on every target that has the
+ * activation type's MMA, wgmma on sm_90a (the unrolled loop), groups of 128. */
+START_TEST(w4a8_e2m1_matches_reference)
+{
+    static const int64_t ms[] = {1, 16, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("a=s8,w=e2m1,ws=f32,g=0", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s8,w=e2m1,ws=f32,g=0,out=f16,bias=1", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s8,w=e2m1,ws=f32,g=0", WB_ARCH_SM90A, ms[i], 128, 640, (wb_config){0});
+        run_case("a=e4m3,w=e2m1,ws=f32,g=0", WB_ARCH_SM89, ms[i], 128, 512, (wb_config){0});
+        run_case("a=e4m3,w=e2m1,ws=f32,g=128,bias=1", WB_ARCH_SM90A, ms[i], 128, 1024, (wb_config){0});
+        run_case("a=e5m2,w=e2m1,ws=f32,g=0,out=f16", WB_ARCH_SM120A, ms[i], 128, 512, (wb_config){0});
+    }
+    run_case("a=s8,w=e2m1,ws=f32,g=256", WB_ARCH_SM86, 7, 128, 1024,
+             (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
+}
+END_TEST
+
 /* Scales per group of K on the activations (ag) and per block of channels x K on the weights (gn x g):
  * fp8-block (128 x 128 blocks, 1 x 128 token groups) and its relatives, each slice's product scaled by
  * its token's and its channel's factors; mma.sync (split K) and wgmma (tails past M, where the token
@@ -759,6 +779,7 @@ int main(void)
     tcase_add_test(t, fp8_kernel_matches_reference);
     tcase_add_test(t, w4a8_fp8_kernel_matches_reference);
     tcase_add_test(t, w8a8_act_groups_match_reference);
+    tcase_add_test(t, w4a8_e2m1_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

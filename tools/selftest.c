@@ -200,20 +200,21 @@ static int builds_on(const char *spec, wb_arch arch)
 }
 
 /* Part (e): W8A8. s8 x int8 on the integer MMA (every target), and s8 x int4 (W4A8, the int4 words
- * widened to s8), per channel and with f32 scales per group of 128 or 256 (w4a8-int8; the activations'
- * too, ag=128): a bf16-output
+ * widened to s8; e2m1 weights too), per channel and with f32 scales per group of 128 or 256 (w4a8-int8;
+ * the activations' too, ag=128): a bf16-output
  * spec and an f16-output one with a bias (the one sm_75 runs), at M =
  * 1, 7, 16, 100, 300, every element
  * compared (100 and 300 run wgmma on sm_90a), then M = 1000 and 4096 on bigger shapes (the wide
  * wgmma tiles), sampled. fp8 (e4m3/e5m2 x e4m3/e5m2 or int4, f32 sums) only for a target `arch` that
- * builds it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma): the fp8 preset,
+ * builds it (arch < 0: none; today sm_89 and sm_120a on mma.sync, sm_90a on wgmma; e2m1 weights too): the fp8 preset,
  * w4a8-fp8 and their per-channel f16-output variants with a bias, and fp8-block, at those Ms and
  * shapes, and the other pairs of types, each with both outputs, at one M. One M of each list, rotating, when quick. */
 static int plan_w8a8(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"int8", "int8,out=f16,bias=1", "a=s8,w=int4,ws=f32,g=0",
                                         "a=s8,w=int4,ws=f32,g=0,out=f16,bias=1", "w4a8-int8",
-                                        "a=s8,w=int8,ws=f32,g=256,out=f16,bias=1", "a=s8,ag=128,w=int4,ws=f32,g=128"};
+                                        "a=s8,w=int8,ws=f32,g=256,out=f16,bias=1", "a=s8,ag=128,w=int4,ws=f32,g=128",
+                                        "a=s8,w=e2m1,ws=f32,g=0,out=f16,bias=1"};
     /* the first `full` at every M and shape, the rest at one M */
     enum { full = 5 };
     static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "w4a8-fp8", "a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1",
@@ -221,7 +222,8 @@ static int plan_w8a8(plan *p, int quick, int arch)
                                       "a=e4m3,w=e5m2,ws=f32,g=0", "a=e4m3,w=e5m2,ws=f32,g=0,out=f16,bias=1",
                                       "a=e5m2,w=e4m3,ws=f32,g=0", "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1",
                                       "a=e5m2,w=e5m2,ws=f32,g=0,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,out=f16",
-                                      "a=e5m2,w=int4,ws=f32,g=0", "a=e5m2,w=int4,ws=f32,g=256,out=f16"};
+                                      "a=e5m2,w=int4,ws=f32,g=0", "a=e5m2,w=int4,ws=f32,g=256,out=f16",
+                                      "a=e4m3,w=e2m1,ws=f32,g=128", "a=e4m3,w=e2m1,ws=f32,g=0,out=f16,bias=1"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
     static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;

@@ -1,0 +1,104 @@
+/* W4A8's widening rules: 4-bit weight codes (int4, e2m1), two A registers to a packed word, turned in
+ * registers into the 8-bit codes the MMA multiplies (s8, or e4m3 on the fp8 MMA), exactly. Packed word
+ * j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble). Where the 8-bit
+ * code is a power-of-two multiple of the weight's value, the epilogue multiplies the sums back by
+ * wb_widen_factor (exact in f32). */
+#include "lower/gemm_lower.h"
+
+/* int4 -> e4m3: nibble n (two's complement) becomes the e4m3 code of n x 2^-9, which is sign | |n|:
+ * the codes 0x01..0x07 are the subnormals 1..7 x 2^-9, 0x08 is 2^-6 = 8 x 2^-9. With u the nibble as a
+ * byte (0..15), that is u when u < 8, else 0x90 - u (0x88 for -8 .. 0x81 for -1; no borrow between
+ * bytes). The mask of negative bytes is the nibble's bit 3 moved to bit 7 and copied over the byte by
+ * prmt's sign mode. */
+static void int4_e4m3(lw *L, const wb_reg *q, const wb_reg *a, int words)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text("dequant rule: int4 -> e4m3 code of n x 2^-9: u < 8 ? u : 0x90 - u per byte (exact; "
+                    "x 2^9 after K)"));
+    for (int i = 0; i < 2 * words; i++) {
+        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
+        wb_reg u = andi(L, x, 0x0F0F0F0F);
+        wb_reg neg = op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_hex(0x90909090u), wb_r(u));
+        wb_reg top = i & 1 ? q[i / 2] : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(q[i / 2]), wb_imm(4));
+        wb_reg mask = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(top), wb_imm(0), wb_hex(0xBA98));
+        wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[i]), wb_r(mask), wb_r(neg), wb_r(u), wb_hex(0xCA)); /* mask ? neg : u */
+    }
+}
+
+/* int4 -> s8: a nibble x becomes the byte x | (x & 8) * 0x1E (0x1E * 8 = 0xF0: the sign copied into
+ * the high four bits, no carry between bytes). */
+static void int4_s8(lw *L, const wb_reg *q, const wb_reg *a, int words)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("dequant rule: int4 -> s8, nibble & 0xF | (nibble & 8) * 0x1E (exact)"));
+    for (int i = 0; i < 2 * words; i++) {
+        wb_reg x = i & 1 ? shri(L, q[i / 2], 4) : q[i / 2];
+        x = andi(L, x, 0x0F0F0F0F);
+        wb_reg sign = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(andi(L, x, 0x08080808)), wb_imm(0x1E));
+        wb_emit(L->f, WB_OP_OR, "b32", 3, wb_r(a[i]), wb_r(x), wb_r(sign));
+    }
+}
+
+/* e2m1 -> twice its value, u = 2|v| in {0, 1, 2, 3, 4, 6, 8, 12}, by table: prmt looks up the 3-bit
+ * magnitudes of four codes at once, its selectors being nibbles 0..3 of its third operand. A word's
+ * low 16 bits hold the codes of bytes 0 and 1 (low, high, low, high nibble), its high 16 bits those
+ * of bytes 2 and 3: two lookups give [L0 H0 L1 H1] and [L2 H2 L3 H3], and two prmt regroup them into
+ * the low-nibble register [L0 L1 L2 L3] and the high-nibble one. The sign bits (bit 3 of a nibble)
+ * are returned in place, bit 7 of each byte of sign[0] (low) and sign[1] (high). */
+static void e2m1_magnitudes(lw *L, wb_reg q, wb_reg mag[2], wb_reg sign[2])
+{
+    wb_reg table_lo = mov(L, "b32", WB_RC_B32, wb_hex(0x03020100u)), table_hi = mov(L, "b32", WB_RC_B32, wb_hex(0x0C080604u));
+    wb_reg sel_lo = andi(L, q, 0x7777), sel_hi = andi(L, shri(L, q, 16), 0x7777);
+    wb_reg ra = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(table_lo), wb_r(table_hi), wb_r(sel_lo));
+    wb_reg rb = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(table_lo), wb_r(table_hi), wb_r(sel_hi));
+    mag[0] = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(ra), wb_r(rb), wb_hex(0x6420));
+    mag[1] = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(ra), wb_r(rb), wb_hex(0x7531));
+    sign[0] = andi(L, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(q), wb_imm(4)), 0x80808080);
+    sign[1] = andi(L, q, 0x80808080);
+}
+
+/* e2m1 -> e4m3: the code of 2v x 2^-9 is sign | u (u <= 12: subnormals and 2^-6 .. 1.5 x 2^-6), so
+ * the sums are 2^-8 times the true ones. e2m1 -> s8: 2v, negated per byte as (0x80 - u) ^ 0x80
+ * (no borrow: u <= 12), so the sums are twice the true ones. */
+static void e2m1_widen(lw *L, const wb_reg *q, const wb_reg *a, int words)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(L->w4_f8 ? "dequant rule: e2m1 -> e4m3 code of 2v x 2^-9 = sign | table[|code|] (exact; x 2^8 "
+                               "after K)"
+                             : "dequant rule: e2m1 -> s8 2v = +-table[|code|], table 0 1 2 3 4 6 8 12 (exact; x 1/2 "
+                               "after K)"));
+    for (int j = 0; j < words; j++) {
+        wb_reg mag[2], sign[2];
+        e2m1_magnitudes(L, q[j], mag, sign);
+        for (int h = 0; h < 2; h++) {
+            if (L->w4_f8) {
+                wb_emit(L->f, WB_OP_OR, "b32", 3, wb_r(a[2 * j + h]), wb_r(mag[h]), wb_r(sign[h]));
+                continue;
+            }
+            wb_reg mask = op3(L, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(sign[h]), wb_imm(0), wb_hex(0xBA98));
+            wb_reg neg = op2(L, WB_OP_XOR, "b32", WB_RC_B32,
+                             wb_r(op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_hex(0x80808080u), wb_r(mag[h]))),
+                             wb_hex(0x80808080u));
+            wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(a[2 * j + h]), wb_r(mask), wb_r(neg), wb_r(mag[h]),
+                    wb_hex(0xCA)); /* mask ? neg : mag */
+        }
+    }
+}
+
+void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a)
+{
+    int words = wb_gemm_w_words(L);
+    if (L->fmt->w.kind == WB_KIND_FLOAT)
+        e2m1_widen(L, q, a, words);
+    else if (L->w4_f8)
+        int4_e4m3(L, q, a, words);
+    else
+        int4_s8(L, q, a, words);
+}
+
+float wb_widen_factor(const wb_format *f)
+{
+    int fp8 = f->a.kind == WB_KIND_FLOAT;
+    if (f->w.kind == WB_KIND_FLOAT && f->w.bits == 4)
+        return fp8 ? 256.0f : 0.5f;
+    return f->w.kind == WB_KIND_INT && f->w.bits == 4 && fp8 ? 512.0f : 1.0f;
+}
