@@ -269,6 +269,15 @@ expect 2 "quant nvfp4 needs a-global" "ags=1" -- $W quant nvfp4 --m 1 --k 16 --x
 expect 2 "quant a-global unused" "ags=0" -- $W quant int8 $q --a-global "$tmp/qg"
 expect 2 "quant x-type" "x-type" -- $W quant int8 $q --x-type e4m3
 expect 2 "quant ag divides K" "multiple of ag" -- $W quant fp8-block --m 1 --k 4 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"
+# the GPU quantizer: its PTX per target (--arch), refusals, and --device without a driver
+if expect 0 "quant --arch prints the GPU quantizer" "" -- $W quant fp8 --arch sm_90a --x-type bf16; then
+    grep -q 'cvt.rn.satfinite.e4m3x2.f32' "$tmp/out" || fail "quant --arch: no fp8 conversion"
+    grep -q '.entry wb_quant' "$tmp/out" || fail "quant --arch: no wb_quant entry"
+fi
+expect 2 "quant --arch without fp8 conversions" "sm_80 has no f32 -> e4m3 conversion" -- $W quant fp8 --arch sm_80
+expect 2 "quant --arch e2m1" "built for a=s8, e4m3 and e5m2" -- $W quant nvfp4 --arch sm_90a
+expect 2 "quant --arch takes no files" "takes only SPEC and --x-type" -- $W quant int8 --arch sm_90a --m 1
+expect 2 "quant --device needs 16-bit x" "f16 or bf16" -- $W quant int8 $q --device 0
 
 echo "cli-test: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -87,7 +87,11 @@ int cmd_quant(int argc, char **argv)
     uint64_t allowed = OPT(O_M) | OPT(O_K) | OPT(O_X) | OPT(O_XTYPE) | OPT(O_A) | OPT(O_ASCALE) | OPT(O_AGLOBAL) |
                        OPT(O_ARCH) | OPT(O_DEVICE);
     int rc = cli_parse(argc, argv, allowed, 1, &a);
-    if (rc || (rc = cli_parse_spec(a.spec, &f)) || (rc = parse_xtype(a.val[O_XTYPE], &xt)))
+    if (rc)
+        return rc;
+    /* --x-type defaults to f32 for files, f16 for the GPU quantizer's PTX */
+    const char *xname = a.val[O_XTYPE] ? a.val[O_XTYPE] : cli_has(&a, O_ARCH) ? "f16" : NULL;
+    if ((rc = cli_parse_spec(a.spec, &f)) || (rc = parse_xtype(xname, &xt)))
         return rc;
     if (!cli_acts_quantized(&f))
         return cli_fail(CLI_USAGE, "quant: the format's activations are not quantized (a=f16 or a=bf16)");
