@@ -2,7 +2,7 @@
 # One complete GPU session (the device machine keeps nothing): build, validate, measure; logs to $OUT.
 #   scripts/h200.sh validate [--quick]  selftest (the ledger goes to $OUT/ledger.tsv: copy it back to
 #                                       tests/gpu/), the examples, compute-sanitizer on a small run,
-#                                       `warble run` against numpy
+#                                       `warble run` against numpy, `warble quant --device` (quant_check)
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
 # Every step writes straight into $OUT, line-buffered and under its own time limit, so a call cut
 # short by the device's limit still brings back what finished.
@@ -29,6 +29,8 @@ if [ "$mode" = validate ]; then
   fi
   step 60 python3 tests/gpu/run_contract.py --warble build/warble >"$OUT/run_contract.log" 2>&1
   tail -1 "$OUT/run_contract.log"
+  step 120 bash scripts/quant_check.sh >"$OUT/quant_check.log" 2>&1  # the GPU quantizer through the CLI
+  tail -1 "$OUT/quant_check.log"
   step 30 python3 tests/gpu/cvt_fp8_probe.py 2>&1 | tee "$OUT/cvt_fp8_probe.txt"
   exit 0
 fi
