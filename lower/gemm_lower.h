@@ -176,7 +176,8 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
-void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a);
+/* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
+void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);

@@ -652,17 +652,6 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
     }
 }
 
-/* Fresh registers for the widened words of one slice. */
-wb_reg *wb_gemm_new_wide(lw *L)
-{
-    int n = 2 * wb_gemm_w_words(L);
-    wb_reg *a = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *a);
-    for (int i = 0; a && i < n; i++)
-        a[i] = wb_new_reg(L->f, WB_RC_B32);
-    L->f->oom |= !a;
-    return a;
-}
-
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
@@ -671,7 +660,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w)) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
-            wb_gemm_widen_int4(L, q, a);
+            wb_gemm_widen4(L, q, a);
     }
     if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);

@@ -108,7 +108,7 @@ static void pp_fill(lw *L, wb_reg *a)
         return;
     }
     wb_gemm_load_w_words(L, L->wpre, 0);
-    wb_gemm_widen_int4(L, L->wpre, a);
+    wb_gemm_widen4(L, L->wpre, a);
 }
 
 /* pp, before the loop: both halves' A registers; tile 0's (its words already in wpre) into the first. */
@@ -128,7 +128,7 @@ void wb_wgmma_pp_setup(lw *L)
         for (int i = 0; i < n; i++)
             wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->abuf[0][i]), wb_r(L->wpre[i]));
     else
-        wb_gemm_widen_int4(L, L->wpre, L->abuf[0]);
+        wb_gemm_widen4(L, L->wpre, L->abuf[0]);
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 

@@ -84,7 +84,18 @@ static void e2m1_widen(lw *L, const wb_reg *q, const wb_reg *a, int words)
     }
 }
 
-void wb_gemm_widen_int4(lw *L, const wb_reg *q, const wb_reg *a)
+/* Fresh registers for the widened words of one slice. */
+wb_reg *wb_gemm_new_wide(lw *L)
+{
+    int n = 2 * wb_gemm_w_words(L);
+    wb_reg *a = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *a);
+    for (int i = 0; a && i < n; i++)
+        a[i] = wb_new_reg(L->f, WB_RC_B32);
+    L->f->oom |= !a;
+    return a;
+}
+
+void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a)
 {
     int words = wb_gemm_w_words(L);
     if (L->fmt->w.kind == WB_KIND_FLOAT)
