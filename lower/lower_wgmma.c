@@ -133,7 +133,8 @@ void wb_wgmma_pp_setup(lw *L)
 }
 
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words (pp: into the other half's A registers), all while tile kt's group runs. */
+ * the write stage, load tile kt + 1's code words (pp: into the other half's A registers), all while
+ * tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -165,10 +166,11 @@ static void promote(lw *L)
  * across the loop's back edge gave wrong results on the H200 (docs/perf.md). For 16-bit activations,
  * unrolling the loop by two, the first half's group in flight through the second half's dequant,
  * measured within 2% of this loop (2026-12-03) and was removed; W8A8 unrolls it by two (L->pp) so
- * that the next tile's A registers can be filled while a group runs (wb_wgmma_steps). */
-
-/* The end of an iteration's work on tile kt: land the next, wait for this group, promote, load the
- * next tile's group scales, kt + 1. */
+ * that the next tile's A registers can be filled while a group runs (wb_wgmma_steps).
+ *
+ * tile_end is the end of the work on tile kt: land the next, wait for this group, promote, load the
+ * next tile's group scales, kt + 1; wb_wgmma_kloop_mid ends the first half, wb_wgmma_kloop_end the
+ * iteration. */
 static void tile_end(lw *L)
 {
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
@@ -244,10 +246,9 @@ static const char *wgmma_shape(lw *L)
  * next words into the registers the loop reuses, even through a mov, which ptxas folds, made the
  * int8 and fp8 kernels serial). So the loop is unrolled by two (L->pp) with two sets of A registers:
  * while one half's group reads its set, the next tile's words are loaded (and int4 widened) into the
- * other's. fp8 sums
- * in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's
- * product (k128, four steps) starts from zero (scale-d false) in its own registers and is added to the
- * f32 sums once complete (promote). */
+ * other's. fp8 sums in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum,
+ * so each slice's product (k128, four steps) starts from zero (scale-d false) in its own registers
+ * and is added to the f32 sums once complete (promote). */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
     int steps = WGMMA_STEPS, nacc = L->cfg->m_tiles * 4;

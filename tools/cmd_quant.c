@@ -40,7 +40,13 @@ static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, 
     if (rc || (rc = cli_lib_fail_if(wb_gpu_create(device, &gpu), "wb_gpu_create")))
         return rc;
     void *gc = malloc(cbytes), *gs = malloc(sbytes);
-    wb_status s = !gc || !gs ? WB_ERR_NOMEM : wb_gpu_alloc(gpu, xbytes, &dx);
+    if (!gc || !gs) {
+        free(gc);
+        free(gs);
+        wb_gpu_destroy(gpu);
+        return cli_fail(CLI_FAILED, "out of host memory for %zu bytes of codes", cbytes);
+    }
+    wb_status s = wb_gpu_alloc(gpu, xbytes, &dx);
     if (!s)
         s = wb_gpu_alloc(gpu, cbytes, &dc);
     if (!s)
