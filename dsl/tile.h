@@ -29,6 +29,14 @@ static inline int wb_type_w4(wb_type t)
     return (t.kind == WB_KIND_INT && t.bits == 4) || (t.kind == WB_KIND_FLOAT && t.ebits == 2 && t.mbits == 1);
 }
 
+/* W4A4 on integers: s4 activations x int4 weights, the W8A8 kernel with 4-bit codes on both sides:
+ * the native s4 MMA where the target has one (sm_75..sm_89), else both operands widened to s8 in
+ * registers for the s8 MMA (lower/lower_widen.c). */
+static inline int wb_format_w4a4(const wb_format *f)
+{
+    return f->a.kind == WB_KIND_INT && f->a.bits == 4 && f->w.kind == WB_KIND_INT && f->w.bits == 4;
+}
+
 /* W8A8: 8-bit activation codes times 8-bit weight codes on the MMA itself: s8 x int8 (the integer
  * MMA, s32 sums) or e4m3/e5m2 x e4m3/e5m2 (the fp8 MMA, f32 sums). The packed weight words are the
  * MMA's A registers as they are (no dequant; the m16n8k32 fragment is the same for any 8-bit code);
@@ -41,7 +49,7 @@ static inline int wb_format_w8a8(const wb_format *f)
      * (W4A8); fp8 activations with fp8 weights, or 4-bit weights widened to e4m3 in registers */
     int w4 = wb_type_w4(f->w);
     int ints = f->a.kind == WB_KIND_INT && f->a.bits == 8 && ((f->w.kind == WB_KIND_INT && f->w.bits == 8) || w4);
-    return ints || (wb_type_fp8(f->a) && (wb_type_fp8(f->w) || w4));
+    return ints || wb_format_w4a4(f) || (wb_type_fp8(f->a) && (wb_type_fp8(f->w) || w4));
 }
 
 /* W8A8 on fp8 codes (the fp8 MMA, f32 sums), as opposed to s8 x int8. */

@@ -248,6 +248,13 @@ WB_API wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const
 WB_API wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_packed *p,
                                  uint8_t *codes);
 WB_API void wb_packed_free(wb_packed *p);
+/* Quantized activations as the kernels read them (wb_layer_gemm_q): 8-bit codes one to a byte, as in
+ * the interchange file; s4 codes two to a byte, code k of a row in the low nibble of byte k / 2 when k
+ * is even, the high nibble when odd (K even). wb_acts_bytes: the bytes of M x K activations in that
+ * layout. wb_pack_acts: the interchange codes (M x K, one per byte, low bits) into it; WB_ERR_INVALID
+ * for a code with bits above the type's, or f16/bf16 activations. */
+WB_API int64_t wb_acts_bytes(const wb_format *f, int64_t m, int64_t k);
+WB_API wb_status wb_pack_acts(const wb_format *f, int64_t m, int64_t k, const uint8_t *codes, void *packed);
 
 /* ---------------------------------------------------------------- GPU */
 

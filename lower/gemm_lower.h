@@ -41,6 +41,7 @@ typedef struct lw {
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */
+    int a4;                            /* W4A4 (wb_format_w4a4): s4 activations, two codes to a byte */
     float w4_factor;                   /* what the widened weights' sums are multiplied by after K */
     int grouped;                       /* w8a8 with f32 scales per group along K of the weights (g) or
                                           the activations (ag): each slice's product (s32, or f32 on
@@ -179,6 +180,8 @@ void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
+/* W4A4: a word of 8 s4 codes -> s8 registers of its codes 0..3 (lo) and 4..7 (hi) */
+void wb_widen_s4(lw *L, wb_reg word, wb_reg *lo, wb_reg *hi);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 

@@ -18,17 +18,18 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
     static const int s4[] = {WB_ISA_MMA_S4, WB_ISA_MMA_S4_K32, WB_ISA_TC05_F8F6F4, WB_ISA_WGMMA_S8, WB_ISA_MMA_S8, -1};
     const int *list = f->a.kind == WB_KIND_FLOAT ? (f->a.bits == 4 ? fp4 : fp8) : f->a.bits == 4 ? s4 : s8;
     int emulated, native = wb_isa_pick(t->arch, list, &emulated);
-    char tn[8], why[200] = "";
+    char tn[8], wn[8], why[200] = "";
     if (native >= 0)
         snprintf(why, sizeof why, "; its native instruction on %s is %s", t->name, wb_isa_name(native));
     else
         snprintf(why, sizeof why, "; %s has no tensor instruction for it (it would be widened to f16)", t->name);
     if (emulated >= 0)
         snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
-    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s is not supported by this build yet (f16 and bf16 activations, s8 "
-                                       "with w=int8, int4 or e2m1, and e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, "
-                                       "only)%s",
-                   wb_type_name(f->a, tn), why);
+    return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is not supported by this build yet (f16 and bf16 "
+                                       "activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, and e4m3/e5m2 "
+                                       "with w=e4m3, e5m2, int4 or e2m1, only)%s",
+                   f->a.kind == WB_KIND_INT ? (f->a.bits == 4 ? "s4" : "s8") : wb_type_name(f->a, tn),
+                   wb_type_name(f->w, wn), why);
 }
 
 /* The targets where `family` is native, as "sm_89 and sm_120a", from the ISA table. */
@@ -78,7 +79,7 @@ static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
     wb_type_name(f->a, an);
     wb_type_name(f->w, wn);
     if (f->a.kind == WB_KIND_INT)
-        snprintf(an, sizeof an, "s8"); /* activation integers are spelled s8 in specs */
+        snprintf(an, sizeof an, "s%d", f->a.bits); /* activation integers are spelled s8/s4 in specs */
     wb_status s = wb_format_w8a8_fp8(f) ? legalize_fp8_target(f, t) : WB_OK;
     if (s)
         return s;
@@ -141,6 +142,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);
+    if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
+        return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
+                                           "operands widened in registers); --mma %s reads the activations from "
+                                           "shared memory, where they are s4", wb_mma_name(c->mma));
     if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles %d or fewer (its registers hold the f32 sums "
                                            "and each k128 slice's product%s; got %d)",

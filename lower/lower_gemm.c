@@ -105,11 +105,11 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
     wb_reg row = add(L, L->m0, r);
     sl->pred = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
-    /* byte offset at kt = 0: (row*K + wk*slice_k) * a_elem + c*16 */
-    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(L->lay.slice_k), wb_r(muli(L, c, 16 / L->lay.a_elem)));
+    /* byte offset at kt = 0: (row*K + wk*slice_k) * a_bits / 8 + c*16 */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(L->lay.slice_k), wb_r(muli(L, c, 128 / L->lay.a_bits)));
     wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(L->kdim));
     elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
-    if (L->lay.a_elem == 2)
+    if (L->lay.a_bits == 16)
         elem = op2(L, WB_OP_SHL, "b64", WB_RC_B64, wb_r(elem), wb_imm(1));
     sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
     /* shared: wk*bm*128 + r*128 + ((c ^ (r & 7)) * 16), swizzled against bank conflicts */
@@ -138,6 +138,28 @@ static void slot_a8(lw *L, wb_reg id, slot *sl)
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 1), 3)));
     wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 64), wb_r(L->smem));
     dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(64), wb_r(dst));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
+    sl->dst = addi(L, dst, L->lay.a_off);
+}
+
+/* W4A4: a token's slice is 64 s4 codes (k even in the low nibble), two 16-byte chunks swizzled by
+ * chunk ^ ((r >> 2) & 1), so the 8 rows an ldmatrix reads (four to a 128-byte line) hit distinct banks. */
+static void slot_a4(lw *L, wb_reg id, slot *sl)
+{
+    int bm = L->lay.bm;
+    wb_reg c = andi(L, id, 1), r = remi(L, shri(L, id, 1), bm), wk = divi(L, id, bm * 2);
+    wb_reg row = add(L, L->m0, r);
+    sl->pred = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
+    /* byte index at kt = 0: row*K/2 + wk*32 + c*16 (K is even) */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW / 2), wb_r(muli(L, c, 16)));
+    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(shri(L, L->kdim, 1)));
+    elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
+    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
+    /* shared: wk*bm*32 + r*32 + ((c ^ ((r >> 2) & 1)) * 16) */
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 2), 1)));
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 32), wb_r(L->smem));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(32), wb_r(dst));
     dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
     sl->dst = addi(L, dst, L->lay.a_off);
 }
@@ -202,7 +224,7 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
     int wkn = L->cfg->warps_k;
     if (L->tma)
         wb_tma_issue(L, stage_off, kt);
-    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * L->lay.a_elem));
+    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * L->lay.a_bits / 8));
     issue_plan(L, &L->pa, stage_off, akoff);
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
@@ -237,7 +259,8 @@ static void plan_copies(lw *L)
     if (L->tma)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
     else
-        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k, L->lay.a_row == 64 ? slot_a8 : slot_a);
+        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k,
+                   L->lay.a_row == 64 ? slot_a8 : L->lay.a_row == 32 ? slot_a4 : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
@@ -251,6 +274,14 @@ static void plan_frags_w8a8(lw *L)
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
+    if (L->a4) { /* lane 8j + row: row `row` of chunk j & 1 of m-tile j >> 1 (ldmatrix.x4: two m-tiles) */
+        wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 32), wb_r(L->smem));
+        ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, quad, 1)), wb_imm(8 * 32), wb_r(ab));
+        ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(32), wb_r(ab)), L->lay.a_off);
+        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(andi(L, quad, 1)), wb_r(shri(L, row, 2)));
+        L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
+        return;
+    }
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 64), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(64), wb_r(ab)), L->lay.a_off);
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(quad), wb_r(andi(L, shri(L, row, 1), 3)));
@@ -450,6 +481,20 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
+    if (L->a4) { /* b[mt*2 + j] = chunk j: s4 codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
+        wb_reg addr = add(L, L->afrag[0], L->ro);
+        for (int mt = 0; mt < mt_n; mt += 2) {
+            wb_reg *d = &b[mt * 2];
+            for (int i = 0; i < 4; i++)
+                d[i] = wb_new_reg(L->f, WB_RC_B32);
+            if (mt + 1 < mt_n)
+                wb_emit(L->f, WB_OP_LDMATRIX_X4, NULL, 5, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
+                        wb_r(addi(L, addr, mt * 8 * 32)));
+            else
+                wb_emit(L->f, WB_OP_LDMATRIX_X2, NULL, 3, wb_r(d[0]), wb_r(d[1]), wb_r(addi(L, addr, mt * 8 * 32)));
+        }
+        return;
+    }
     if (L->w8a8) { /* b[mt*4 + j] = chunk j: (b0, b1) of k32 step s are chunks 2s and 2s + 1 */
         wb_reg addr = add(L, L->afrag[0], L->ro);
         for (int mt = 0; mt < mt_n; mt++) {
@@ -562,11 +607,12 @@ static void lower_acc(lw *L, int value)
 /* W8A8: c (s32) += a x b over the slice's two k32 steps: a = the lane's 8 code words (step * 4 + reg),
  * b[mt*4 + j] its activation chunks. m16n8k32 where the target has it; on sm_75 each m16n8k32 is four
  * m8n8k16: rows gid (c0, c1) take a0 x b0 then a2 x b1, rows gid + 8 (c2, c3) a1 x b0 then a3 x b1. */
-static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
+static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, const char *w4a4)
 {
     int k32 = (L->t->features & WB_FEAT_MMA_K16) != 0;
     /* the annotated PTX says which integer MMA this target gets, and why not another */
     const char *why = !k32 ? "four mma.sync m8n8k16 s8 per k32 step: sm_75 has no m16n8k32"
+                      : (L->t->features & WB_FEAT_WGMMA) && w4a4 ? "mma.sync m16n8k32 s8, native"
                       : (L->t->features & WB_FEAT_WGMMA) ? "mma.sync m16n8k32 s8, native (wgmma s8 is "
                                                            "the default above M = 64)"
                       : !(L->t->features & WB_FEAT_TCGEN05) ? "mma.sync m16n8k32 s8, native (the target's only integer MMA)"
@@ -574,7 +620,8 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
                           ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 is not built yet"
                           : "mma.sync m16n8k32 s8: the legacy INT8 path, exact, since this target's tcgen05 has no "
                             "kind::i8 (int8 widened to f16 on tcgen05 kind::f16 is not built yet)";
-    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, %s", why)));
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, %s%s", why,
+                                                                  w4a4 ? w4a4 : "")));
     for (int step = 0; step < 2; step++) {
         const wb_reg *w = &a[step * 4];
         for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
@@ -594,6 +641,64 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
                 }
         }
     }
+}
+
+/* W4A4 where the target has a native s4 MMA: one m16n8k64 s4 per m-tile and slice (its A fragment is
+ * the packed words as they are, its B the two ldmatrix words), or, on sm_75, two m8n8k32 s4 per k32
+ * step (rows gid, then gid + 8). */
+static void mma_s4_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
+{
+    int k64 = wb_isa_get(L->t->arch, WB_ISA_MMA_S4) == WB_ISA_NATIVE;
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(k64 ? "mma rule: s4 x s4 -> s32, mma.sync m16n8k64 s4, native (one IMMA per m-tile and k64)"
+                        : "mma rule: s4 x s4 -> s32, two mma.sync m8n8k32 s4 per k32 step: sm_75 has no m16n8k64"));
+    for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+        wb_reg *d = &c[mt * 4];
+        const wb_reg *x = &b[mt * 2];
+        if (k64) {
+            wb_emit(L->f, WB_OP_MMA_S4_K64, NULL, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(a[0]),
+                    wb_r(a[1]), wb_r(a[2]), wb_r(a[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]),
+                    wb_r(d[3]));
+            continue;
+        }
+        for (int step = 0; step < 2; step++)
+            for (int rows = 0; rows < 2; rows++)
+                wb_emit(L->f, WB_OP_MMA_S4_K32, NULL, 6, wb_r(d[rows * 2]), wb_r(d[rows * 2 + 1]),
+                        wb_r(a[step * 2 + rows]), wb_r(x[step]), wb_r(d[rows * 2]), wb_r(d[rows * 2 + 1]));
+    }
+}
+
+/* The integer MMAs of a slice: s8 x s8 (W8A8, W4A8 widened), W4A4 on the native s4 MMA, or W4A4 with
+ * both operands widened to s8: a packed word's low and high halves (k 8 tig + 0..3 and + 4..7 of its
+ * k32 step) become the s8 registers of m16n8k32 k 4 tig + 0..3 and 16 + 4 tig + 0..3, the same for
+ * weights and activations, so the k32 step's sum is unchanged. */
+static void mma_int_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
+{
+    if (!L->a4) {
+        mma_s8_steps(L, c, a, b, NULL);
+        return;
+    }
+    if (wb_isa_get(L->t->arch, WB_ISA_MMA_S4) == WB_ISA_NATIVE ||
+        wb_isa_get(L->t->arch, WB_ISA_MMA_S4_K32) == WB_ISA_NATIVE) {
+        mma_s4_steps(L, c, a, b);
+        return;
+    }
+    int mt_n = L->cfg->m_tiles;
+    wb_reg *wa = wb_arena_alloc(L->f->arena, 8 * sizeof *wa), *xb = wb_arena_alloc(L->f->arena, (size_t)mt_n * 4 * sizeof *xb);
+    if (!wa || !xb) {
+        L->f->oom = 1;
+        return;
+    }
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text("dequant rule: s4 -> s8 on both operands, byte = ((nibble ^ 8) + 0x78) ^ 0x80 (exact), the "
+                    "low and high half of a word to k 4 tig and 16 + 4 tig of its k32 step"));
+    for (int step = 0; step < 2; step++)
+        for (int rows = 0; rows < 2; rows++)
+            wb_widen_s4(L, a[step * 2 + rows], &wa[step * 4 + rows], &wa[step * 4 + 2 + rows]);
+    for (int mt = 0; mt < mt_n; mt++)
+        for (int step = 0; step < 2; step++)
+            wb_widen_s4(L, b[mt * 2 + step], &xb[mt * 4 + step * 2], &xb[mt * 4 + step * 2 + 1]);
+    mma_s8_steps(L, c, wa, xb, "; s4 widened: the target's s4 MMA is emulated or absent");
 }
 
 /* fp8 W8A8: c (f32) += a x b over the slice's two k32 steps, with the registers of mma_s8_steps (the
@@ -657,7 +762,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
     if (c && a && b && L->pp) /* loaded (and widened) while the other half's group ran */
         a = L->abuf[L->half];
-    else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w)) {
+    else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w) && !L->a4) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen4(L, q, a);
@@ -677,12 +782,12 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         if (L->a8_float)
             mma_fp8_steps(L, part, a, b);
         else
-            mma_s8_steps(L, part, a, b);
+            mma_int_steps(L, part, a, b);
         wb_gemm_scale_part(L, c, part, s2);
     } else if (c && a && b && L->w8a8 && L->a8_float)
         mma_fp8_steps(L, c, a, b);
     else if (c && a && b && L->w8a8)
-        mma_s8_steps(L, c, a, b);
+        mma_int_steps(L, c, a, b);
     else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});
 }
@@ -815,6 +920,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w);
+    L.a4 = wb_format_w4a4(&k->fmt);
     L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;

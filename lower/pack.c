@@ -106,9 +106,15 @@ static void w8a8_coords(int r, int kk, int *lane, int *word, int *byte)
  * has B words per k64 chunk: with 8-bit codes its 8 A registers; with int4 codes (W4A8) 4 words, word j
  * holding A registers 2j (low nibbles of its bytes) and 2j + 1 (high nibbles), which the kernel widens
  * to s8 in registers. */
-static int64_t w8a8_word(int bits, int64_t k, int64_t row, int64_t col, int *shift)
+static int64_t w8a8_word(const wb_format *f, int64_t k, int64_t row, int64_t col, int *shift)
 {
-    int lane, word, byte;
+    int lane, word, byte, bits = f->w.bits;
+    if (wb_format_w4a4(f)) { /* W4A4: the m16n8k64 s4 A registers (lower/layout.h) */
+        int r = (int)(row % 16), kk = (int)(col % WB_KW);
+        *shift = 4 * (kk % 8);
+        return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + (r % 8) * 4 + (kk % 32) / 8) * 4 + (kk / 32) * 2 +
+               (r >= 8);
+    }
     w8a8_coords((int)(row % 16), (int)(col % WB_KW), &lane, &word, &byte);
     *shift = 8 * byte + (bits == 4 ? 4 * (word & 1) : 0);
     return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * bits + word * bits / 8;
@@ -125,7 +131,7 @@ static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const
             if (f->w.kind == WB_KIND_FLOAT && !finite_code(f->w, code))
                 return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
                                code, (long long)row, (long long)col);
-            int64_t wi = w8a8_word(f->w.bits, k, row, col, &shift);
+            int64_t wi = w8a8_word(f, k, row, col, &shift);
             pw[wi] |= (uint32_t)code << shift;
         }
     return WB_OK;
@@ -255,7 +261,7 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     for (int64_t row = 0; wb_format_w8a8(f) && row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int shift;
-            int64_t wi = w8a8_word(bits, k, row, col, &shift); /* sets shift first */
+            int64_t wi = w8a8_word(f, k, row, col, &shift); /* sets shift first */
             codes[row * k + col] = (uint8_t)((pw[wi] >> shift) & ((1u << bits) - 1));
         }
     if (wb_format_w8a8(f))
@@ -273,6 +279,39 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
             }
             codes[row * k + col] = (uint8_t)(u ^ (uint32_t)sign);
         }
+    return WB_OK;
+}
+
+int64_t wb_acts_bytes(const wb_format *f, int64_t m, int64_t k)
+{
+    if (!f || m < 0 || k < 0)
+        return 0;
+    if (f->a.kind == WB_KIND_F16 || f->a.kind == WB_KIND_BF16)
+        return 2 * m * k;
+    return f->a.bits == 4 ? m * ((k + 1) / 2) : m * k;
+}
+
+wb_status wb_pack_acts(const wb_format *f, int64_t m, int64_t k, const uint8_t *codes, void *packed)
+{
+    if (!f || !codes || !packed || m < 1 || k < 1)
+        return wb_fail(WB_ERR_INVALID, "wb_pack_acts: bad argument");
+    if (f->a.kind == WB_KIND_F16 || f->a.kind == WB_KIND_BF16)
+        return wb_fail(WB_ERR_INVALID, "wb_pack_acts: f16/bf16 activations are not codes");
+    int bits = f->a.bits;
+    if (bits == 4 && k % 2)
+        return wb_fail(WB_ERR_INVALID, "wb_pack_acts: 4-bit activations need K even (got %lld)", (long long)k);
+    uint8_t *out = packed;
+    for (int64_t i = 0; i < m * k; i++) {
+        if (bits < 8 && codes[i] >> bits)
+            return wb_fail(WB_ERR_INVALID, "activation code 0x%02x at (%lld, %lld) has bits above the %d low bits",
+                           codes[i], (long long)(i / k), (long long)(i % k), bits);
+        if (bits == 8)
+            out[i] = codes[i];
+        else if (i % 2 == 0)
+            out[i / 2] = codes[i];
+        else
+            out[i / 2] |= (uint8_t)(codes[i] << 4);
+    }
     return WB_OK;
 }
 

@@ -96,8 +96,9 @@ static int jump(const emu *e, const char *label)
 
 static int is_collective(wb_op op)
 {
-    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 || op == WB_OP_MMA_FP8 ||
-           op == WB_OP_WGMMA_S8 || op == WB_OP_WGMMA_F8;
+    return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
+           op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
+           op == WB_OP_WGMMA_F8;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -275,6 +276,8 @@ static void run_thread(emu *e, int i)
 }
 
 static int8_t byte_of(uint64_t word, int b) { return (int8_t)(uint8_t)(word >> (8 * b)); }
+/* Code i of a register of packed s4 codes (nibble i, two's complement). */
+static int nibble_of(uint64_t word, int i) { return (int)((word >> (4 * i)) & 15) - (int)((word >> (4 * i + 3)) & 1) * 16; }
 
 /* The fp8 type of a code operand from the MMA's type suffix "<A type>.<B type>". */
 static wb_type fp8_type(const char *types, int which)
@@ -377,6 +380,43 @@ static void run_wgmma(emu *e, const wb_insn *in, uint64_t *r[32])
             }
 }
 
+/* mma.sync s4 x s4 -> s32 (PTX ISA fragments): m16n8k64, A register j = row gid + 8 (j & 1), k 32 (j >> 1)
+ * + 8 tig + i in nibble i, B register j = k 32 j + 8 tig + i, token gid; m8n8k32, A = row gid, k 8 tig
+ * + i, B = k 8 tig + i. D as the s8 shapes. Exact, wrapping. */
+static void run_mma_s4(const wb_insn *in, uint64_t *r[32])
+{
+    const wb_opnd *o = in->o;
+    int k64 = in->op == WB_OP_MMA_S4_K64, rows = k64 ? 16 : 8, kk = k64 ? 64 : 32, nd = k64 ? 4 : 2;
+    int a[16][64] = {{0}}, b[64][8] = {{0}};
+    int64_t c[16][8] = {{0}};
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int i = 0; i < 8; i++) {
+            if (k64) {
+                for (int reg = 0; reg < 4; reg++)
+                    a[gid + 8 * (reg & 1)][(reg >> 1) * 32 + tig * 8 + i] = nibble_of(r[l][o[4 + reg].v], i);
+                b[tig * 8 + i][gid] = nibble_of(r[l][o[8].v], i);
+                b[32 + tig * 8 + i][gid] = nibble_of(r[l][o[9].v], i);
+            } else {
+                a[gid][tig * 8 + i] = nibble_of(r[l][o[2].v], i);
+                b[tig * 8 + i][gid] = nibble_of(r[l][o[3].v], i);
+            }
+        }
+        for (int i = 0; i < nd; i++)
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[nd + (k64 ? 6 : 2) + i].v];
+    }
+    for (int m = 0; m < rows; m++)
+        for (int n = 0; n < 8; n++) {
+            int64_t s = c[m][n];
+            for (int k = 0; k < kk; k++)
+                s += a[m][k] * b[k][n];
+            c[m][n] = (int32_t)(uint32_t)(uint64_t)s;
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < nd; i++)
+            r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
+}
+
 /* The warp's collective op at lanes base..base+31 (all at the same instruction). */
 static void run_collective(emu *e, int base)
 {
@@ -387,14 +427,19 @@ static void run_collective(emu *e, int base)
         r[l] = e->t[base + l].r;
     }
     const wb_opnd *o = in->o;
-    if (in->op == WB_OP_LDMATRIX_X4) { /* matrix j row q comes from lane 8j + q's address */
+    if (in->op == WB_OP_LDMATRIX_X4 || in->op == WB_OP_LDMATRIX_X2) { /* matrix j row q: lane 8j + q's address */
+        int nm = in->op == WB_OP_LDMATRIX_X4 ? 4 : 2;
         uint32_t out[32][4];
         for (int l = 0; l < 32; l++)
-            for (int j = 0; j < 4; j++)
-                memcpy(&out[l][j], shared_at(e, r[8 * j + l / 4][o[4].v] + 4 * (uint64_t)(l % 4), 4), 4);
+            for (int j = 0; j < nm; j++)
+                memcpy(&out[l][j], shared_at(e, r[8 * j + l / 4][o[nm].v] + 4 * (uint64_t)(l % 4), 4), 4);
         for (int l = 0; l < 32; l++)
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < nm; j++)
                 r[l][o[j].v] = out[l][j];
+        return;
+    }
+    if (in->op == WB_OP_MMA_S4_K64 || in->op == WB_OP_MMA_S4_K32) {
+        run_mma_s4(in, r);
         return;
     }
     if (in->op == WB_OP_MMA_FP8) {
@@ -563,7 +608,11 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         e.t[i].r = malloc((size_t)fn.nregs * sizeof *e.t[i].r);
         ck_assert_ptr_nonnull(e.t[i].r);
     }
-    uint64_t params[9] = {(uintptr_t)out, (uintptr_t)acodes, (uintptr_t)p.w, (uintptr_t)p.scale, (uintptr_t)p.chan,
+    /* the kernels' activation layout: 8-bit codes as they are, s4 two to a byte (wb_pack_acts) */
+    uint8_t *apacked = malloc((size_t)wb_acts_bytes(&f, m, k));
+    ck_assert_ptr_nonnull(apacked);
+    ck_assert_int_eq(wb_pack_acts(&f, m, k, acodes, apacked), WB_OK);
+    uint64_t params[9] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale, (uintptr_t)p.chan,
                           (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)as};
     memcpy(e.params, params, sizeof params);
     for (unsigned by = 0; by < dims.grid[1]; by++)
@@ -581,7 +630,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         int64_t row = i / n, col = i % n;
         double sum = 0; /* exact: integer or e2m1 (half-integer) weights */
         for (int64_t j = 0; j < k; j++)
-            sum += (int8_t)acodes[row * k + j] * wb_type_decode(f.w, w[col * k + j]);
+            sum += wb_type_decode(f.a, acodes[row * k + j]) * wb_type_decode(f.w, w[col * k + j]);
         float v = (float)sum * ws[col] * as[row];
         if (f.bias)
             v += f.out.kind == WB_KIND_BF16 ? (float)wb_bf16_to_double(bias[col]) : (float)wb_f16_to_double(bias[col]);
@@ -599,6 +648,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     free(e.smem);
     free(labels);
     wb_packed_free(&p);
+    free(apacked);
     free(w), free(acodes), free(ws), free(as), free(x), free(bias), free(out), free(ref);
     wb_kernel_destroy(kern);
 }
@@ -766,6 +816,28 @@ START_TEST(fp8_kernel_matches_reference)
 }
 END_TEST
 
+/* W4A4 (s4 x int4): the native s4 MMA (m16n8k64 on sm_80..sm_89, two m8n8k32 per k32 step on sm_75)
+ * and both operands widened to s8 (sm_90a and the Blackwells, whose s4 MMA is emulated); split K,
+ * odd and even m-tile counts (ldmatrix .x2 and .x4), tails past M, group scales of weights and
+ * activations, plain loads; bit for bit where no group scale rounds a slice. */
+START_TEST(w4a4_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 16, 37, 100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case("a=s4,w=int4,ws=f32,g=0", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s4,w=int4,ws=f32,g=0,bias=1", WB_ARCH_SM90A, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s4,w=int4,ws=f32,g=0,out=f16", WB_ARCH_SM75, ms[i], 128, 512, (wb_config){0});
+        run_case("a=s4,ag=128,w=int4,ws=f32,g=256,out=f16", WB_ARCH_SM103A, ms[i], 128, 1024, (wb_config){0});
+    }
+    run_case("a=s4,w=int4,ws=f32,g=128,bias=1", WB_ARCH_SM89, 45, 128, 1024,
+             (wb_config){.m_tiles = 4, .warps_n = 2, .warps_k = 2, .stages = 3});
+    run_case("a=s4,w=int4,ws=f32,g=0", WB_ARCH_SM86, 7, 128, 2048,
+             (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
+    run_case("a=s4,w=int4,ws=f32,g=0,out=f16", WB_ARCH_SM80, 21, 128, 512,
+             (wb_config){.m_tiles = 4, .warps_n = 2, .warps_k = 1, .stages = 1, .load = WB_LOAD_LDG});
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -780,6 +852,7 @@ int main(void)
     tcase_add_test(t, w4a8_fp8_kernel_matches_reference);
     tcase_add_test(t, w8a8_act_groups_match_reference);
     tcase_add_test(t, w4a8_e2m1_matches_reference);
+    tcase_add_test(t, w4a4_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

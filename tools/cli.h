@@ -108,6 +108,10 @@ int cli_host_alloc(cli_host *h, const wb_format *f, int64_t m, int64_t n, int64_
 void cli_host_random_acts(cli_host *h, cli_rng *r);
 void cli_host_random_weights(cli_host *h, cli_rng *r);
 void cli_host_free(cli_host *h);
+/* Upload activations (M x K, `bytes` in the interchange layout) to `dst` in the kernels' layout:
+ * as they are, or s4 codes packed two to a byte (wb_pack_acts). */
+wb_status cli_upload_acts(wb_gpu *gpu, const wb_format *f, int64_t m, int64_t k, const void *codes, size_t bytes,
+                          wb_devptr dst);
 /* Store / load one element of a value type (f16, bf16, f32, or a 1-byte code) at index i. */
 void cli_put_value(wb_type t, void *base, size_t i, double v);
 double cli_get_value(wb_type t, const void *base, size_t i);

@@ -242,7 +242,7 @@ static int bench_all(bench *b)
         return rc;
     cli_rng rng = {0xacc0u};
     cli_host_random_acts(&h, &rng);
-    rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a, h.buf[F_A], l.bytes[F_A]), "wb_gpu_upload");
+    rc = cli_lib_fail_if(cli_upload_acts(b->gpu, &b->f, mmax, a->k, h.buf[F_A], l.bytes[F_A], b->a), "wb_gpu_upload");
     if (!rc && l.bytes[F_ASCALE] && /* quantized activations: their per-token scales too */
         !(rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, l.bytes[F_ASCALE], &b->a_scale), "wb_gpu_alloc")))
         rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a_scale, h.buf[F_ASCALE], l.bytes[F_ASCALE]), "wb_gpu_upload");

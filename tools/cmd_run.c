@@ -72,7 +72,7 @@ static int run_on_gpu(const cli_args *a, const wb_format *f, const cli_layout *l
         return rc;
     if ((rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_A], &g->a), "wb_gpu_alloc")) ||
         (rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_OUT], &g->out), "wb_gpu_alloc")) ||
-        (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a, buf[F_A], l->bytes[F_A]), "wb_gpu_upload")))
+        (rc = cli_lib_fail_if(cli_upload_acts(g->gpu, f, m, a->k, buf[F_A], l->bytes[F_A], g->a), "wb_gpu_upload")))
         return rc;
     /* quantized activations: their per-token scales go up too, and the launch is wb_layer_gemm_q */
     if (cli_acts_quantized(f) &&

@@ -205,3 +205,19 @@ void cli_host_free(cli_host *h)
         h->buf[i] = NULL;
     }
 }
+
+wb_status cli_upload_acts(wb_gpu *gpu, const wb_format *f, int64_t m, int64_t k, const void *codes, size_t bytes,
+                          wb_devptr dst)
+{
+    if (f->a.bits != 4)
+        return wb_gpu_upload(gpu, dst, codes, bytes);
+    size_t packed_bytes = (size_t)wb_acts_bytes(f, m, k);
+    void *packed = malloc(packed_bytes ? packed_bytes : 1);
+    if (!packed)
+        return WB_ERR_NOMEM;
+    wb_status s = wb_pack_acts(f, m, k, codes, packed);
+    if (s == WB_OK)
+        s = wb_gpu_upload(gpu, dst, packed, packed_bytes);
+    free(packed);
+    return s;
+}

@@ -575,7 +575,7 @@ static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, con
     if (s == WB_OK && quantized_acts(&h->f))
         s = wb_gpu_alloc(t->gpu, h->lay.bytes[F_ASCALE], &d.a_scale);
     if (s == WB_OK && (step = "wb_gpu_upload", 1))
-        s = wb_gpu_upload(t->gpu, d.a, h->buf[F_A], h->lay.bytes[F_A]);
+        s = cli_upload_acts(t->gpu, &h->f, h->m, h->k, h->buf[F_A], h->lay.bytes[F_A], d.a);
     if (s == WB_OK && d.a_scale)
         s = wb_gpu_upload(t->gpu, d.a_scale, h->buf[F_ASCALE], h->lay.bytes[F_ASCALE]);
     if (s == WB_OK && (step = "gemm", 1))
