@@ -42,6 +42,7 @@ static const struct { const char *name, *spec; } presets[] = {
     {"int8", "a=s8,w=int8,ws=f32,g=0"},
     {"w4a8-fp8", "a=e4m3,w=int4,ws=f32,g=128"},
     {"w4a8-int8", "a=s8,w=int4,ws=f32,g=128"},
+    {"w4a4-int4", "a=s4,w=int4,ws=f32,g=0"},
     {"mxfp4", "a=bf16,w=e2m1,ws=e8m0,g=32"},
     {"nvfp4", "a=e2m1,ag=16,as=e4m3,ags=1,w=e2m1,ws=e4m3,g=16,wgs=1"},
     {"nvfp4-a16", "a=bf16,w=e2m1,ws=e4m3,g=16,wgs=1"},

@@ -1,5 +1,5 @@
 /* The activation quantizer on the GPU: f16/bf16 activations -> the codes of a W8A8 format's `a` type
- * (s8, e4m3, e5m2; one byte each) and one f32 scale per token (ag=0) or per token and `ag` elements of
+ * (s8, e4m3, e5m2: one byte each; s4: two to a byte, as wb_pack_acts) and one f32 scale per token (ag=0) or per token and `ag` elements of
  * K, bit for bit the host reference (dsl/quantize.c): s = f32(amax / max_a), code = RNE-saturate(x / s).
  *
  * One warp per group. Groups are contiguous in the row-major M x K input (group gw starts at element
@@ -87,7 +87,8 @@ static wb_reg quotient(wb_func *f, wb_reg x, wb_reg s, wb_reg zero)
     return op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_imm(0), wb_r(q), wb_r(zero));
 }
 
-/* Four quotients -> one word of four codes, element 0 in the low byte. */
+/* Four quotients -> one word of four codes, element 0 in the low byte; s4: 16 bits of four codes,
+ * element 0 in the low nibble (the kernels' layout, wb_pack_acts). */
 static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
 {
     if (a.kind == WB_KIND_FLOAT) {
@@ -101,10 +102,19 @@ static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
         return op2(f, WB_OP_PACK_B16X2, NULL, WB_RC_B32, wb_r(lo), wb_r(hi));
     }
     wb_reg c[4];
-    for (int i = 0; i < 4; i++) { /* RNE, then the s8 range as the reference's encoder saturates */
+    int lo_code = -(1 << (a.bits - 1)), hi_code = (1 << (a.bits - 1)) - 1;
+    for (int i = 0; i < 4; i++) { /* RNE, then the type's range as the reference's encoder saturates */
         c[i] = op1(f, WB_OP_CVT, "rni.s32.f32", WB_RC_B32, wb_r(q[i]));
-        c[i] = op2(f, WB_OP_MIN, "s32", WB_RC_B32, wb_r(op2(f, WB_OP_MAX, "s32", WB_RC_B32, wb_r(c[i]), wb_imm(-128))),
-                   wb_imm(127));
+        c[i] = op2(f, WB_OP_MIN, "s32", WB_RC_B32, wb_r(op2(f, WB_OP_MAX, "s32", WB_RC_B32, wb_r(c[i]), wb_imm(lo_code))),
+                   wb_imm(hi_code));
+    }
+    if (a.bits == 4) {
+        wb_reg w = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(c[0]), wb_imm(15));
+        for (int i = 1; i < 4; i++) {
+            wb_reg nib = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(c[i]), wb_imm(15));
+            w = op2(f, WB_OP_OR, "b32", WB_RC_B32, wb_r(w), wb_r(op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(nib), wb_imm(4 * i))));
+        }
+        return w;
     }
     wb_reg lo = op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[0]), wb_r(c[1]), wb_hex(0x0040));
     wb_reg hi = op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(c[2]), wb_r(c[3]), wb_hex(0x0040));
@@ -132,7 +142,10 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     first = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(first), wb_r(op1(f, WB_OP_CVT, "u64.u32", WB_RC_B64,
                                                                   wb_r(op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(lane), wb_imm(2))))));
     wb_reg xa0 = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_SHL, "b64", WB_RC_B64, wb_r(first), wb_imm(1))));
-    wb_reg ca0 = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes), wb_r(first));
+    /* codes: one byte each, or s4 two to a byte */
+    int s4 = fm->a.bits == 4;
+    wb_reg ca0 = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes),
+                     wb_r(s4 ? op2(f, WB_OP_SHR, "u64", WB_RC_B64, wb_r(first), wb_imm(1)) : first));
     wb_reg steps = op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(gsize), wb_imm(7));
 
     /* pass 1: the group's largest |x| */
@@ -177,9 +190,9 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     wb_reg q[4];
     for (int i = 0; i < 4; i++)
         q[i] = quotient(f, v[i], s, zero);
-    wb_emit(f, WB_OP_ST_GLOBAL, "u32", 2, wb_r(ca), wb_r(encode4(f, fm->a, q)));
+    wb_emit(f, WB_OP_ST_GLOBAL, s4 ? "u16" : "u32", 2, wb_r(ca), wb_r(encode4(f, fm->a, q)));
     wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(xa), wb_r(xa), wb_imm(256));
-    wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(ca), wb_r(ca), wb_imm(128));
+    wb_emit(f, WB_OP_ADD, "u64", 3, wb_r(ca), wb_r(ca), wb_imm(s4 ? 64 : 128));
     wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(j), wb_r(j), wb_imm(1));
     wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(j), wb_r(steps));
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(l2));
@@ -198,10 +211,10 @@ wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch)
     wb_type_name(f->a, an);
     if (x.kind != WB_KIND_F16 && x.kind != WB_KIND_BF16)
         return wb_fail(WB_ERR_INVALID, "the GPU quantizer reads f16 or bf16 activations");
-    int s8 = f->a.kind == WB_KIND_INT && f->a.bits == 8, fp8 = wb_type_fp8(f->a);
-    if (!s8 && !fp8)
-        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer is built for a=s8, e4m3 and e5m2 (got a=%s; the host "
-                                           "reference quantizes every type: warble quant without --device)", an);
+    int ints = f->a.kind == WB_KIND_INT && (f->a.bits == 8 || f->a.bits == 4), fp8 = wb_type_fp8(f->a);
+    if (!ints && !fp8)
+        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer is built for a=s8, s4, e4m3 and e5m2 (got a=%s; the "
+                                           "host reference quantizes every type: warble quant without --device)", an);
     if (f->as.kind != WB_KIND_F32 || f->ags || f->ag % 128)
         return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer writes f32 scales per token (ag=0) or per token and "
                                            "group of a multiple of 128 (as=f32, ags=0)");

@@ -2,6 +2,7 @@
  * launch and event timing. Every entry point makes the context current first, so a wb_gpu can be used
  * from any thread. */
 #include "runtime/gpu_internal.h"
+#include "lower/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,28 @@ static wb_status find_device(const wb_cuda_api *api, int device, CUdevice *dev)
         return wb_fail(WB_ERR_INVALID, "wb_gpu_create: device %d out of range (%d device%s)", device,
                        count, count == 1 ? "" : "s");
     return wb_cuda_check(api, api->cuDeviceGet(dev, device), "cuDeviceGet");
+}
+
+/* $WARBLE_ARCH = sm_75, sm_80, sm_86 or sm_89 (or an alias): emit the kernels of that older target
+ * and let the driver JIT-compile their PTX forward to this GPU, so one GPU runs (and selftest
+ * checks) the code paths of the targets before it. The 'a' targets' PTX runs only on its own GPU. */
+static wb_status older_arch(wb_gpu *g)
+{
+    const char *env = getenv("WARBLE_ARCH");
+    wb_arch a;
+    if (!env || !*env)
+        return WB_OK;
+    if (wb_arch_parse(env, &a) != WB_OK)
+        return wb_fail(WB_ERR_INVALID, "WARBLE_ARCH=%s: %s", env, wb_last_error());
+    const wb_target *t = wb_target_get(a);
+    if (a == g->arch)
+        return WB_OK;
+    if (a >= WB_ARCH_SM90A || t->cc_major * 10 + t->cc_minor > g->cc_major * 10 + g->cc_minor)
+        return wb_fail(WB_ERR_UNSUPPORTED, "WARBLE_ARCH=%s: only the PTX of sm_75, sm_80, sm_86 and sm_89 runs on a "
+                                           "newer GPU (this one is compute capability %d.%d)",
+                       env, g->cc_major, g->cc_minor);
+    g->arch = a;
+    return WB_OK;
 }
 
 /* Name, compute capability, SM count and the warble architecture. */
@@ -61,9 +84,12 @@ static wb_status query_device(wb_gpu *g)
         st = wb_fail(WB_ERR_UNSUPPORTED, "%s (compute capability %d.%d) is not a warble target: %s",
                      g->name, g->cc_major, g->cc_minor, why);
     }
+    if (!st)
+        st = older_arch(g);
     /* kernels for sm_90 and newer wait in griddepcontrol.wait; WARBLE_PDL=0 launches them plainly */
     const char *env = getenv("WARBLE_PDL");
-    g->pdl = g->cc_major >= 9 && api->cuLaunchKernelEx && !(env && strcmp(env, "0") == 0);
+    g->pdl = (g->arch == WB_ARCH_SM90A || g->arch >= WB_ARCH_SM100A) && g->cc_major >= 9 && api->cuLaunchKernelEx &&
+             !(env && strcmp(env, "0") == 0);
     return st;
 }
 

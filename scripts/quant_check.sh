@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU activation quantizer against the host reference (`warble quant --device`), byte for byte:
-# s8, e4m3 and e5m2 codes, per token and per group of 128, f16 and bf16 inputs, shapes from one token
+# s8, s4, e4m3 and e5m2 codes, per token and per group of 128, f16 and bf16 inputs, shapes from one token
 # to many; inputs random normal with outliers, an all-zero row, tiny and huge values. Needs a GPU.
 set -uo pipefail
 W=${WARBLE:-build/warble}
@@ -23,7 +23,8 @@ if xt == "f16":
 else:
     (x.view(np.uint32) >> 16).astype(np.uint16).tofile(path)   # bf16 by truncation: any bf16 is valid
 PY
-    for spec in "int8" "int8,ag=128" "fp8" "fp8-block" "a=e5m2,w=e4m3,ws=f32,g=0" "a=e5m2,ag=256,w=e4m3,ws=f32,g=0"; do
+    for spec in "int8" "int8,ag=128" "fp8" "fp8-block" "a=e5m2,w=e4m3,ws=f32,g=0" "a=e5m2,ag=256,w=e4m3,ws=f32,g=0" \
+                "w4a4-int4" "w4a4-int4,ag=128"; do
       runs=$((runs + 1))
       if ! "$W" quant "$spec" --m "$m" --k "$k" --x "$tmp/x" --x-type "$xt" --a "$tmp/a" --a-scale "$tmp/s" \
           --device "${DEVICE:-0}" 2>"$tmp/err"; then

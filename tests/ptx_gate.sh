@@ -77,7 +77,7 @@ xargs -P "$JOBS" -L 1 bash -c 'forced "$@"' _ <"$out/forced"
 PTXAS_BIN=${PTXAS:-ptxas}
 qid=90000
 for arch in $ARCHS; do
-    for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0; do
+    for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0 w4a4-int4; do
         for xt in f16 bf16; do
             qid=$((qid + 1))
             total=$((total + 1))

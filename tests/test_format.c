@@ -31,9 +31,9 @@ static void check_identity(const char *spec)
 
 START_TEST(presets)
 {
-    ck_assert_int_ge(wb_preset_count(), 13);
+    ck_assert_int_ge(wb_preset_count(), 14);
     const char *want[] = {"w4a16", "w4a16-zp", "gptq-int3", "w8a16", "fp8", "fp8-block", "int8",
-                          "w4a8-fp8", "w4a8-int8", "mxfp4", "nvfp4", "nvfp4-a16", "mxint4"};
+                          "w4a8-fp8", "w4a8-int8", "w4a4-int4", "mxfp4", "nvfp4", "nvfp4-a16", "mxint4"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int found = 0;
         for (int j = 0; j < wb_preset_count(); j++)

@@ -238,7 +238,7 @@ START_TEST(random_formats)
 {
     static const char *specs[] = {
         "w4a16", "w4a16-zp", "gptq-int3,bias=1", "w8a16", "fp8", "fp8-block", "int8", "w4a8-fp8",
-        "w4a8-int8", "mxfp4", "nvfp4", "nvfp4-a16", "mxint4",
+        "w4a8-int8", "w4a4-int4", "mxfp4", "nvfp4", "nvfp4-a16", "mxint4",
         "a=bf16,w=uint4,zp=fp,ws=bf16,g=32,gn=2,wgs=1,bias=1",
         "a=s4,ag=32,as=e8m0,ags=1,w=nf4,ws=e5m2,g=64,gn=4",
         "a=e5m2,w=e3m2,ws=f16,out=f16,bias=1",

@@ -77,6 +77,30 @@ START_TEST(test_fake_create)
 }
 END_TEST
 
+/* WARBLE_ARCH: an older target's kernels on this (fake sm_90) GPU, launched without PDL; never an 'a'
+ * target or a newer one; a bad name is an error naming the variable. */
+START_TEST(test_fake_older_arch)
+{
+    wb_gpu *g = NULL;
+    setenv("WARBLE_ARCH", "ampere", 1);
+    g = fake_gpu();
+    ck_assert_int_eq(wb_gpu_arch(g), WB_ARCH_SM80);
+    wb_gpu_destroy(g);
+    setenv("WARBLE_ARCH", "sm_90a", 1);
+    g = fake_gpu();
+    ck_assert_int_eq(wb_gpu_arch(g), WB_ARCH_SM90A);
+    wb_gpu_destroy(g);
+    g = NULL;
+    setenv("WARBLE_ARCH", "sm_100a", 1);
+    ck_assert_error(wb_gpu_create(0, &g), WB_ERR_UNSUPPORTED, "WARBLE_ARCH=sm_100a: only the PTX of sm_75");
+    ck_assert_ptr_null(g);
+    setenv("WARBLE_ARCH", "sm_42", 1);
+    ck_assert_error(wb_gpu_create(0, &g), WB_ERR_INVALID, "WARBLE_ARCH=sm_42: ");
+    ck_assert_ptr_null(g);
+    unsetenv("WARBLE_ARCH");
+}
+END_TEST
+
 START_TEST(test_fake_no_device)
 {
     wb_gpu *g = NULL;
@@ -326,6 +350,7 @@ static Suite *runtime_suite(void)
     tcase_add_checked_fixture(b, fake_setup, fake_teardown);
     tcase_add_test(b, test_fake_create);
     tcase_add_test(b, test_fake_no_device);
+    tcase_add_test(b, test_fake_older_arch);
     tcase_add_test(b, test_fake_alloc_failure);
     tcase_add_test(b, test_fake_memory);
     tcase_add_test(b, test_fake_context_current);

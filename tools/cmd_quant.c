@@ -39,14 +39,21 @@ static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, 
     wb_devptr dx = 0, dc = 0, ds = 0;
     if (rc || (rc = cli_lib_fail_if(wb_gpu_create(device, &gpu), "wb_gpu_create")))
         return rc;
-    void *gc = malloc(cbytes), *gs = malloc(sbytes);
-    if (!gc || !gs) {
+    /* the GPU writes the kernels' layout (s4 two to a byte): the reference's codes packed the same way */
+    size_t pbytes = (size_t)wb_acts_bytes(f, m, k);
+    void *gc = malloc(cbytes), *gs = malloc(sbytes), *want = malloc(cbytes);
+    if (!gc || !gs || !want) {
         free(gc);
         free(gs);
+        free(want);
         wb_gpu_destroy(gpu);
         return cli_fail(CLI_FAILED, "out of host memory for %zu bytes of codes", cbytes);
     }
-    wb_status s = wb_gpu_alloc(gpu, xbytes, &dx);
+    wb_status s = f->a.bits == 4 ? wb_pack_acts(f, m, k, codes, want) : WB_OK;
+    if (f->a.bits != 4)
+        memcpy(want, codes, cbytes);
+    if (!s)
+        s = wb_gpu_alloc(gpu, xbytes, &dx);
     if (!s)
         s = wb_gpu_alloc(gpu, cbytes, &dc);
     if (!s)
@@ -67,14 +74,15 @@ static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, 
         s = wb_gpu_download(gpu, gs, ds, sbytes);
     if (s != WB_OK)
         rc = cli_lib_fail(s, "quant --device");
-    else if (memcmp(gc, codes, cbytes) || memcmp(gs, scales, sbytes))
+    else if (memcmp(gc, want, pbytes) || memcmp(gs, scales, sbytes))
         rc = cli_fail(CLI_FAILED, "quant --device: the GPU's %s differ from the host reference's",
-                      memcmp(gc, codes, cbytes) ? "codes" : "scales");
+                      memcmp(gc, want, pbytes) ? "codes" : "scales");
     else
         fprintf(stderr, "warble: quant --device: %lld x %lld on %s, codes and scales equal to the host reference\n",
                 (long long)m, (long long)k, wb_gpu_name(gpu));
     free(gc);
     free(gs);
+    free(want);
     if (dx)
         wb_gpu_free(gpu, dx);
     if (dc)

@@ -201,7 +201,7 @@ static int builds_on(const char *spec, wb_arch arch)
 
 /* Part (e): W8A8. s8 x int8 on the integer MMA (every target), and s8 x int4 (W4A8, the int4 words
  * widened to s8; e2m1 weights too), per channel and with f32 scales per group of 128 or 256 (w4a8-int8;
- * the activations' too, ag=128): a bf16-output
+ * the activations' too, ag=128), and s4 x int4 (W4A4, mma.sync at every M): a bf16-output
  * spec and an f16-output one with a bias (the one sm_75 runs), at M =
  * 1, 7, 16, 100, 300, every element
  * compared (100 and 300 run wgmma on sm_90a), then M = 1000 and 4096 on bigger shapes (the wide
@@ -214,7 +214,8 @@ static int plan_w8a8(plan *p, int quick, int arch)
     static const char *const specs[] = {"int8", "int8,out=f16,bias=1", "a=s8,w=int4,ws=f32,g=0",
                                         "a=s8,w=int4,ws=f32,g=0,out=f16,bias=1", "w4a8-int8",
                                         "a=s8,w=int8,ws=f32,g=256,out=f16,bias=1", "a=s8,ag=128,w=int4,ws=f32,g=128",
-                                        "a=s8,w=e2m1,ws=f32,g=0,out=f16,bias=1"};
+                                        "a=s8,w=e2m1,ws=f32,g=0,out=f16,bias=1", "w4a4-int4",
+                                        "w4a4-int4,ag=128,g=128,out=f16,bias=1"};
     /* the first `full` at every M and shape, the rest at one M */
     enum { full = 5 };
     static const char *const fp8[] = {"fp8", "fp8,out=f16,bias=1", "w4a8-fp8", "a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1",
@@ -694,6 +695,9 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
     }
     if (!s)
         s = wb_reference_quantize_acts(&f, m, k, xf, codes, sc, NULL);
+    size_t nc = (size_t)wb_acts_bytes(&f, m, k); /* the codes in the kernels' layout (s4: two to a byte) */
+    if (!s && f.a.bits == 4 && !(s = wb_pack_acts(&f, m, k, codes, gc)))
+        memcpy(codes, gc, nc);
     if (!s && !(s = wb_gpu_alloc(t->gpu, n * 2, &dx)) && !(s = wb_gpu_alloc(t->gpu, n, &dc)))
         s = wb_gpu_alloc(t->gpu, (size_t)groups * 4, &ds);
     if (!s && !(s = wb_gpu_upload(t->gpu, dx, x, n * 2)) && !(s = wb_gpu_memset(t->gpu, dc, 0xA5, n)))
@@ -702,7 +706,9 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
         !(s = wb_gpu_download(t->gpu, gc, dc, n)))
         s = wb_gpu_download(t->gpu, gs, ds, (size_t)groups * 4);
     int64_t bad = 0;
-    for (size_t i = 0; !s && i < n; i++)
+    for (size_t i = nc; !s && i < n; i++) /* past the packed codes: still the poison */
+        bad += gc[i] != 0xA5;
+    for (size_t i = 0; !s && i < nc; i++)
         bad += gc[i] != codes[i];
     for (int64_t i = 0; !s && i < groups; i++)
         bad += memcmp(&gs[i], &sc[i], 4) != 0;
@@ -730,7 +736,7 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
 static void run_quant_cases(selftest *t, int quick)
 {
     static const char *const specs[] = {"int8", "int8,ag=128", "fp8", "fp8-block", "a=e5m2,w=e4m3,ws=f32,g=0",
-                                        "a=e5m2,ag=256,w=e4m3,ws=f32,g=0"};
+                                        "a=e5m2,ag=256,w=e4m3,ws=f32,g=0", "w4a4-int4", "w4a4-int4,ag=128"};
     static const int64_t shapes[][2] = {{1, 4096}, {77, 1024}, {300, 8192}};
     int index = 0;
     for (size_t sp = 0; sp < sizeof specs / sizeof specs[0]; sp++)
