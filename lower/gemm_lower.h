@@ -180,8 +180,8 @@ void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
-/* W4A4: a word of 8 s4 codes -> s8 registers of its codes 0..3 (lo) and 4..7 (hi) */
-void wb_widen_s4(lw *L, wb_reg word, wb_reg *lo, wb_reg *hi);
+/* W4A4: a word of 8 s4 codes -> s8 registers of its even codes (0, 2, 4, 6) and its odd ones */
+void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 

@@ -669,9 +669,9 @@ static void mma_s4_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
 }
 
 /* The integer MMAs of a slice: s8 x s8 (W8A8, W4A8 widened), W4A4 on the native s4 MMA, or W4A4 with
- * both operands widened to s8: a packed word's low and high halves (k 8 tig + 0..3 and + 4..7 of its
- * k32 step) become the s8 registers of m16n8k32 k 4 tig + 0..3 and 16 + 4 tig + 0..3, the same for
- * weights and activations, so the k32 step's sum is unchanged. */
+ * both operands widened to s8: a packed word's even and odd codes (k 8 tig + 0, 2, 4, 6 and + 1, 3,
+ * 5, 7 of its k32 step) become the s8 registers of m16n8k32 k 4 tig + 0..3 and 16 + 4 tig + 0..3,
+ * the same for weights and activations, so the k32 step's sum is unchanged. */
 static void mma_int_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
 {
     if (!L->a4) {
@@ -690,8 +690,8 @@ static void mma_int_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         return;
     }
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
-            wb_text("dequant rule: s4 -> s8 on both operands, byte = ((nibble ^ 8) + 0x78) ^ 0x80 (exact), the "
-                    "low and high half of a word to k 4 tig and 16 + 4 tig of its k32 step"));
+            wb_text("dequant rule: s4 -> s8 on both operands, byte = ((nibble ^ 8) + 0x78) ^ 0x80 (exact), a "
+                    "word's even and odd codes to k 4 tig and 16 + 4 tig of its k32 step"));
     for (int step = 0; step < 2; step++)
         for (int rows = 0; rows < 2; rows++)
             wb_widen_s4(L, a[step * 2 + rows], &wa[step * 4 + rows], &wa[step * 4 + 2 + rows]);
