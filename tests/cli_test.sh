@@ -83,7 +83,15 @@ expect 2 "int8 with groups of 64 is refused" "g a multiple of 128" -- $W ptx int
 if expect 0 "w4a8-int8 (groups of 128) builds" "" -- $W ptx w4a8-int8 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'fma.rn.f32' "$tmp/out" || fail "w4a8-int8: no scaled slice sums"
 fi
-expect 2 "a=s8 with w=int2 is refused" "a=int8 is not supported by this build yet" -- $W ptx a=s8,w=int2,ws=f32,g=0 --arch sm_90a
+expect 2 "a=s8 with w=int2 is refused" "a=s8 with w=int2 is not supported by this build yet" -- $W ptx a=s8,w=int2,ws=f32,g=0 --arch sm_90a
+if expect 0 "W4A4 builds on sm_80 (native s4 MMA)" "" -- $W ptx w4a4-int4 --arch sm_80 --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32' "$tmp/out" || fail "W4A4 on sm_80: no m16n8k64 s4"
+fi
+if expect 0 "W4A4 builds on sm_90a (widened to s8)" "" -- $W ptx w4a4-int4 --arch sm_90a --m 300 --n 256 --k 256; then
+    grep -q 'dequant rule: s4 -> s8 on both operands' "$tmp/out" || fail "W4A4 on sm_90a: no widening rule"
+    grep -q 'm16n8k64' "$tmp/out" && fail "W4A4 on sm_90a: the emulated s4 MMA was emitted"
+fi
+expect 2 "W4A4 on wgmma is refused" "W4A4 (a=s4, w=int4) runs on mma.sync" -- $W ptx w4a4-int4 --arch sm_90a --mma wgmma
 if expect 0 "W4A8 (s8 x int4, per channel) builds on sm_90a" "" -- $W ptx a=s8,w=int4,ws=f32,g=0 --arch sm_90a --m 300 --n 256 --k 256; then
     grep -q 'dequant rule: int4 -> s8' "$tmp/out" || fail "W4A8: no widening rule in the annotated PTX"
     grep -q 'wgmma.mma_async.sync.aligned.m64n.*k32.s32.s8.s8' "$tmp/out" || fail "W4A8 at M = 300: no wgmma s8"
@@ -275,7 +283,7 @@ if expect 0 "quant --arch prints the GPU quantizer" "" -- $W quant fp8 --arch sm
     grep -q '.entry wb_quant' "$tmp/out" || fail "quant --arch: no wb_quant entry"
 fi
 expect 2 "quant --arch without fp8 conversions" "sm_80 has no f32 -> e4m3 conversion" -- $W quant fp8 --arch sm_80
-expect 2 "quant --arch e2m1" "built for a=s8, e4m3 and e5m2" -- $W quant nvfp4 --arch sm_90a
+expect 2 "quant --arch e2m1" "built for a=s8, s4, e4m3 and e5m2" -- $W quant nvfp4 --arch sm_90a
 expect 2 "quant --arch takes no files" "takes only SPEC and --x-type" -- $W quant int8 --arch sm_90a --m 1
 expect 2 "quant --device needs 16-bit x" "f16 or bf16" -- $W quant int8 $q --device 0
 

@@ -156,8 +156,9 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("a=f16,w=e5m1,g=64", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "exceed the f16 range"));
     ck_assert_int_eq(ptx_for("a=e4m3,w=int8,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "f16 and bf16 activations, s8 with w=int8, int4 or e2m1, and "
-                                                  "e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, only"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e4m3 with w=int8 is not supported by this build yet (f16 and "
+                                                  "bf16 activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, "
+                                                  "and e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, only)"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
     ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_OK);
@@ -183,7 +184,7 @@ START_TEST(legalizer_refuses_with_reasons)
     free(ptx);
     ptx = NULL;
     ck_assert_int_eq(ptx_for("a=s8,w=uint8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=int8 is not supported by this build yet"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s8 with w=uint8 is not supported by this build yet"));
     ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_90a has no tcgen05"));
     ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM80, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
@@ -358,6 +359,49 @@ END_TEST
 /* fp8 W8A8 on sm_90a: wgmma m64nNk32 with the weight type first, at every M (its mma.sync fp8 is only
  * emulated: refused even when forced), each k128 slice's product summed from zero (scale-d false on
  * its first step) and added to the f32 sums after the group completes; at most 128 tokens a tile. */
+/* W4A4 (s4 x int4): the native s4 MMA where the table says native (m16n8k64 on sm_80..sm_89, m8n8k32
+ * on sm_75), never where ptxas emulates it (sm_90a and later: s8 with both operands widened); always
+ * mma.sync; s4 with other weights, and wgmma, refused with the reason. */
+START_TEST(w4a4_per_architecture)
+{
+    static const wb_arch archs[] = {WB_ARCH_SM75, WB_ARCH_SM80, WB_ARCH_SM86, WB_ARCH_SM89, WB_ARCH_SM90A,
+                                    WB_ARCH_SM100A, WB_ARCH_SM103A, WB_ARCH_SM120A};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        wb_format f = fmt(archs[i] == WB_ARCH_SM75 ? "w4a4-int4,out=f16" : "w4a4-int4");
+        static const int64_t ms[] = {1, 16, 300};
+        for (size_t j = 0; j < 3; j++) {
+            wb_config c = {0};
+            ck_assert_int_eq(wb_config_choose(&f, archs[i], ms[j], 4096, 4096, &c), WB_OK);
+            ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+            char *ptx = NULL;
+            ck_assert_msg(wb_kernel_ptx(&f, archs[i], &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+            int k64 = wb_isa_get(archs[i], WB_ISA_MMA_S4) == WB_ISA_NATIVE;
+            int k32 = wb_isa_get(archs[i], WB_ISA_MMA_S4_K32) == WB_ISA_NATIVE;
+            ck_assert_int_eq(k64, archs[i] >= WB_ARCH_SM80 && archs[i] <= WB_ARCH_SM89);
+            /* per m-tile and k64 slice: one m16n8k64, four m8n8k32, or two widened m16n8k32 s8 */
+            ck_assert_int_eq(count_of(ptx, "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32"), k64 ? c.m_tiles : 0);
+            ck_assert_int_eq(count_of(ptx, "mma.sync.aligned.m8n8k32.row.col.s32.s4.s4.s32"),
+                             !k64 && k32 ? 4 * c.m_tiles : 0);
+            ck_assert_int_eq(count_of(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+                             !k64 && !k32 ? 2 * c.m_tiles : 0);
+            ck_assert_int_eq(!k64 && !k32, strstr(ptx, "0x78787878") != NULL); /* the widening */
+            ck_assert_ptr_null(strstr(ptx, "wgmma"));
+            ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), c.m_tiles / 2);
+            ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), c.m_tiles % 2);
+            free(ptx);
+        }
+    }
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("w4a4-int4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "W4A4 (a=s4, w=int4) runs on mma.sync"));
+    ck_assert_int_eq(ptx_for("a=s4,w=int8,ws=f32,g=0", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s4 with w=int8 is not supported by this build yet"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_80 is mma.sync m16n8k64 s4"));
+    ck_assert_int_eq(ptx_for("w4a4-int4,ag=64", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s4 is supported with f32 scales per token (ag=0)"));
+}
+END_TEST
+
 START_TEST(fp8_wgmma)
 {
     static const char *const pairs[][2] = {{"e4m3", "e4m3"}, {"e4m3", "e5m2"}, {"e5m2", "e4m3"}, {"e5m2", "e5m2"}};
@@ -482,8 +526,8 @@ START_TEST(fp8_w8a8_per_architecture)
         {"fp8,as=e4m3", "a=e4m3 is supported with f32 scales per token (ag=0)"},
         {"fp8,acc=f16", "a=e4m3 needs acc=f32 and out=f16 or bf16 (got acc=f16, out=bf16)"},
         {"w4a8-fp8,wgs=1", "(ws=f32, wgs=0, zp=none)"},
-        {"a=e4m3,w=int8,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
-        {"a=e4m3,w=e3m4,ws=f32,g=0", "a=e4m3 is not supported by this build yet"},
+        {"a=e4m3,w=int8,ws=f32,g=0", "a=e4m3 with w=int8 is not supported by this build yet"},
+        {"a=e4m3,w=e3m4,ws=f32,g=0", "a=e4m3 with w=e3m4 is not supported by this build yet"},
     };
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         ck_assert_int_eq(ptx_for(formats[i].spec, WB_ARCH_SM89, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
@@ -726,6 +770,7 @@ int main(void)
     tcase_add_test(t, legalizer_refuses_with_reasons);
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, w8a8_per_architecture);
+    tcase_add_test(t, w4a4_per_architecture);
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

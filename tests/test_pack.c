@@ -138,6 +138,71 @@ START_TEST(pack_w8a8_fragments)
 }
 END_TEST
 
+/* W4A4: int4 weights as the m16n8k64 s4 A registers (word j: channel gid + 8 (j & 1), k 32 (j >> 1) +
+ * 8 tig + i in nibble i), written out from the PTX ISA's fragment table; and s4 activations two to a
+ * byte, k even in the low nibble (wb_pack_acts), 8-bit ones as they are, with bad codes refused. */
+START_TEST(pack_w4a4_fragments_and_acts)
+{
+    uint64_t st = wbt_seed() ^ 0x4a4;
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a4-int4", &f), WB_OK);
+    int64_t n = 48, k = 256;
+    uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k));
+    float *s = malloc((size_t)n * sizeof *s);
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = (uint8_t)(wbt_next(&st) & 15);
+    for (int64_t i = 0; i < n; i++)
+        s[i] = 1.0f;
+    wb_host_weights hw = {.w = w, .w_scale = s};
+    wb_packed p;
+    ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+    ck_assert_uint_eq(p.w_bytes, (size_t)(n * k / 2));
+    const uint32_t *pw = p.w;
+    for (int64_t strip = 0; strip < n / 16; strip++)
+        for (int64_t chunk = 0; chunk < k / 64; chunk++)
+            for (int lane = 0; lane < 32; lane++)
+                for (int reg = 0; reg < 4; reg++)
+                    for (int i = 0; i < 8; i++) {
+                        int64_t row = strip * 16 + lane / 4 + 8 * (reg & 1);
+                        int64_t col = chunk * 64 + 32 * (reg >> 1) + 8 * (lane % 4) + i;
+                        uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 4 + reg];
+                        ck_assert_uint_eq((v >> (4 * i)) & 15, w[row * k + col]);
+                    }
+    ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+    ck_assert_mem_eq(w, back, (size_t)(n * k));
+    wb_packed_free(&p);
+
+    /* activations: M x K codes -> M x K/2 bytes */
+    int64_t m = 3, ka = 10;
+    uint8_t a[30], packed[30];
+    for (int i = 0; i < 30; i++)
+        a[i] = (uint8_t)(wbt_next(&st) & 15);
+    ck_assert_int_eq(wb_acts_bytes(&f, m, ka), 15);
+    ck_assert_int_eq(wb_pack_acts(&f, m, ka, a, packed), WB_OK);
+    for (int i = 0; i < 30; i++)
+        ck_assert_uint_eq((packed[i / 2] >> (4 * (i % 2))) & 15, a[i]);
+    uint8_t ex[2] = {13, 5}; /* -3, 5 -> 0x5D (docs/formats.md) */
+    ck_assert_int_eq(wb_pack_acts(&f, 1, 2, ex, packed), WB_OK);
+    ck_assert_uint_eq(packed[0], 0x5D);
+    a[7] = 0x13;
+    ck_assert_int_eq(wb_pack_acts(&f, m, ka, a, packed), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "activation code 0x13 at (0, 7) has bits above the 4 low bits"));
+    ck_assert_int_eq(wb_pack_acts(&f, 1, 9, a, packed), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "need K even"));
+    wb_format f8;
+    ck_assert_int_eq(wb_format_parse("int8", &f8), WB_OK);
+    ck_assert_int_eq(wb_acts_bytes(&f8, m, ka), 30);
+    ck_assert_int_eq(wb_pack_acts(&f8, m, ka, a, packed), WB_OK);
+    ck_assert_mem_eq(packed, a, 30);
+    ck_assert_int_eq(wb_format_parse("w4a16", &f8), WB_OK);
+    ck_assert_int_eq(wb_acts_bytes(&f8, m, ka), 60);
+    ck_assert_int_eq(wb_pack_acts(&f8, m, ka, a, packed), WB_ERR_INVALID);
+    free(w);
+    free(back);
+    free(s);
+}
+END_TEST
+
 START_TEST(pack_rejects_bad_codes_and_args)
 {
     wb_format f;
@@ -192,6 +257,7 @@ int main(void)
     tcase_add_test(t, pack_unpack_identity);
     tcase_add_test(t, scale_and_zero_records);
     tcase_add_test(t, pack_w8a8_fragments);
+    tcase_add_test(t, pack_w4a4_fragments_and_acts);
     tcase_add_test(t, pack_rejects_bad_codes_and_args);
     suite_add_tcase(s, t);
     return wbt_run(s);

@@ -307,7 +307,7 @@ START_TEST(gpu_quantizer_ptx)
         const char *why;
     } bad[] = {
         {"fp8", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "sm_80 has no f32 -> e4m3 conversion"},
-        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, e4m3 and e5m2 (got a=e2m1"},
+        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, s4, e4m3 and e5m2 (got a=e2m1"},
         {"int8,ag=64", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "group of a multiple of 128"},
         {"fp8,as=e4m3", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "(as=f32, ags=0)"},
         {"int8", WB_ARCH_SM90A, 2, WB_ERR_INVALID, "reads f16 or bf16 activations"},
