@@ -85,7 +85,7 @@ for arch in $ARCHS; do
             "$WARBLE" quant "$spec" --arch "$arch" --x-type "$xt" >"$out/$qid.ptx" 2>"$log"
             rc=$?
             case "$arch:$spec:$rc" in
-            sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0)
+            sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_75:w4a4-int4:0|sm_80:w4a4-int4:0|sm_86:w4a4-int4:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0)
                 if "$PTXAS_BIN" -arch="$arch" "$out/$qid.ptx" -o /dev/null >>"$log" 2>&1 && ! grep -qi warning "$log"; then
                     echo "$arch quant $spec x=$xt ok" >>"$log"
                     echo pass >"$out/$qid.rc"
