@@ -7,6 +7,7 @@
  * callers that fill a wb_format by hand. Spaces around items, keys and values are trimmed.
  */
 #include "dsl/common.h"
+#include "dsl/tile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,8 +63,7 @@ static int is_float(wb_type t, int e, int m)
     return t.kind == WB_KIND_FLOAT && t.ebits == e && t.mbits == m;
 }
 
-/* Activation integers are spelled s8/s4; every other type by wb_type_name. */
-static const char *act_name(wb_type t, char buf[8])
+const char *wb_format_act_name(wb_type t, char buf[8])
 {
     if (is_kind(t, WB_KIND_INT, 8))
         return "s8";
@@ -92,7 +92,7 @@ int wb_format_print(const wb_format *f, char *buf, size_t size)
     char b[6][8], w[320];
     return snprintf(buf, size,
                     "a=%s,ag=%d,as=%s,ags=%d,w=%s,ws=%s,g=%d,gn=%d,wgs=%d,zp=%s,out=%s,bias=%d,acc=%s",
-                    act_name(f->a, b[0]), f->ag, wb_type_name(f->as, b[1]), f->ags,
+                    wb_format_act_name(f->a, b[0]), f->ag, wb_type_name(f->as, b[1]), f->ags,
                     weight_name(f, w, sizeof w), wb_type_name(f->ws, b[3]), f->g, f->gn, f->wgs,
                     zp_name(f->zp), wb_type_name(f->out, b[4]), f->bias, wb_type_name(f->acc, b[5]));
 }
@@ -195,7 +195,7 @@ static wb_status validate_values(const wb_format *f)
 {
     char b[8];
     if (!act_ok(f->a))
-        return bad(K_A, act_name(f->a, b));
+        return bad(K_A, wb_format_act_name(f->a, b));
     if (f->ag < 0)
         return bad_int(K_AG, f->ag);
     if (!ascale_ok(f->as))
@@ -227,7 +227,7 @@ static wb_status validate_values(const wb_format *f)
 static wb_status validate_combinations(const wb_format *f)
 {
     char b[2][8];
-    const char *a = act_name(f->a, b[0]);
+    const char *a = wb_format_act_name(f->a, b[0]);
     if (is_half(f->a) && f->ag != 0)
         return wb_fail(WB_ERR_INVALID, "ag=%d is for quantized activations; with a=%s, ag must be 0",
                        f->ag, a);

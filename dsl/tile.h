@@ -17,6 +17,9 @@ typedef enum wb_top {
 /* k of one warp's slice: every fragment covers 16 channels x 64 k (lower/layout.h: WB_KW). */
 #define WB_SLICE_K 64
 
+/* An activation type as specs spell it: integers s8/s4, every other type by wb_type_name (format.c). */
+const char *wb_format_act_name(wb_type t, char buf[8]);
+
 /* An fp8 code the tensor cores multiply: e4m3 or e5m2. */
 static inline int wb_type_fp8(wb_type t)
 {

@@ -28,8 +28,7 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
     return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is not supported by this build yet (f16 and bf16 "
                                        "activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, and e4m3/e5m2 "
                                        "with w=e4m3, e5m2, int4 or e2m1, only)%s",
-                   f->a.kind == WB_KIND_INT ? (f->a.bits == 4 ? "s4" : "s8") : wb_type_name(f->a, tn),
-                   wb_type_name(f->w, wn), why);
+                   wb_format_act_name(f->a, tn), wb_type_name(f->w, wn), why);
 }
 
 /* The targets where `family` is native, as "sm_89 and sm_120a", from the ISA table. */
@@ -75,11 +74,9 @@ static wb_status legalize_fp8_target(const wb_format *f, const wb_target *t)
  * channel and token are applied after K; group scales to each slice's product. */
 static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
 {
-    char an[8], wn[8], tn[8];
-    wb_type_name(f->a, an);
+    char ab[8], wn[8], tn[8];
+    const char *an = wb_format_act_name(f->a, ab);
     wb_type_name(f->w, wn);
-    if (f->a.kind == WB_KIND_INT)
-        snprintf(an, sizeof an, "s%d", f->a.bits); /* activation integers are spelled s8/s4 in specs */
     wb_status s = wb_format_w8a8_fp8(f) ? legalize_fp8_target(f, t) : WB_OK;
     if (s)
         return s;

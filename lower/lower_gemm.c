@@ -120,46 +120,27 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
     sl->dst = addi(L, dst, L->lay.a_off);
 }
 
-/* W8A8: a token's slice is 64 s8 codes, four 16-byte chunks swizzled by chunk ^ ((r >> 1) & 3), so
- * the 8 rows an ldmatrix reads (two to a 128-byte line) hit distinct banks. */
-static void slot_a8(lw *L, wb_reg id, slot *sl)
+/* W8A8 and W4A4: a token's slice is 64 codes in a row shorter than 128 bytes (rb = 64 s8 or fp8
+ * bytes, or 32 bytes of s4 codes two to a byte, k even in the low nibble): rb / 16 chunks of 16 bytes,
+ * swizzled by chunk ^ ((r / (128 / rb)) & (rb / 16 - 1)), so the 8 rows an ldmatrix reads (two or
+ * four to a 128-byte line) hit distinct banks. */
+static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
 {
-    int bm = L->lay.bm;
-    wb_reg c = andi(L, id, 3), r = remi(L, shri(L, id, 2), bm), wk = divi(L, id, bm * 4);
+    int bm = L->lay.bm, rb = L->lay.a_row, chunks = rb / 16, lg_chunks = rb == 64 ? 2 : 1;
+    wb_reg c = andi(L, id, chunks - 1), r = remi(L, shri(L, id, lg_chunks), bm), wk = divi(L, id, bm * chunks);
     wb_reg row = add(L, L->m0, r);
     sl->pred = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
-    /* byte index at kt = 0: row*K + wk*64 + c*16 */
-    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW), wb_r(muli(L, c, 16)));
-    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(L->kdim));
+    /* byte index at kt = 0: row * (K bytes) + wk*rb + c*16 (s4: K is even) */
+    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(rb), wb_r(muli(L, c, 16)));
+    wb_reg kbytes = L->a4 ? shri(L, L->kdim, 1) : L->kdim;
+    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(kbytes));
     elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
     sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
-    /* shared: wk*bm*64 + r*64 + ((c ^ ((r >> 1) & 3)) * 16) */
-    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 1), 3)));
-    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 64), wb_r(L->smem));
-    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(64), wb_r(dst));
-    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
-    sl->dst = addi(L, dst, L->lay.a_off);
-}
-
-/* W4A4: a token's slice is 64 s4 codes (k even in the low nibble), two 16-byte chunks swizzled by
- * chunk ^ ((r >> 2) & 1), so the 8 rows an ldmatrix reads (four to a 128-byte line) hit distinct banks. */
-static void slot_a4(lw *L, wb_reg id, slot *sl)
-{
-    int bm = L->lay.bm;
-    wb_reg c = andi(L, id, 1), r = remi(L, shri(L, id, 1), bm), wk = divi(L, id, bm * 2);
-    wb_reg row = add(L, L->m0, r);
-    sl->pred = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
-    /* byte index at kt = 0: row*K/2 + wk*32 + c*16 (K is even) */
-    wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(WB_KW / 2), wb_r(muli(L, c, 16)));
-    wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(shri(L, L->kdim, 1)));
-    elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
-    sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
-    /* shared: wk*bm*32 + r*32 + ((c ^ ((r >> 2) & 1)) * 16) */
-    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 2), 1)));
-    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * 32), wb_r(L->smem));
-    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(32), wb_r(dst));
+    /* shared: wk*bm*rb + r*rb + ((c ^ ((r >> (3 - lg_chunks)) & (chunks - 1))) * 16) */
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(andi(L, shri(L, r, 3 - lg_chunks), chunks - 1)));
+    wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * rb), wb_r(L->smem));
+    dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(rb), wb_r(dst));
     dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
     sl->dst = addi(L, dst, L->lay.a_off);
 }
@@ -260,7 +241,7 @@ static void plan_copies(lw *L)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
     else
         plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k,
-                   L->lay.a_row == 64 ? slot_a8 : L->lay.a_row == 32 ? slot_a4 : slot_a);
+                   L->lay.a_row < 128 ? slot_a_narrow : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }

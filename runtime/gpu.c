@@ -86,9 +86,10 @@ static wb_status query_device(wb_gpu *g)
     }
     if (!st)
         st = older_arch(g);
-    /* kernels for sm_90 and newer wait in griddepcontrol.wait; WARBLE_PDL=0 launches them plainly */
+    /* the kernels of targets with griddepcontrol (sm_90 and newer; not those of an older WARBLE_ARCH)
+     * wait in griddepcontrol.wait; WARBLE_PDL=0 launches them plainly */
     const char *env = getenv("WARBLE_PDL");
-    g->pdl = (g->arch == WB_ARCH_SM90A || g->arch >= WB_ARCH_SM100A) && g->cc_major >= 9 && api->cuLaunchKernelEx &&
+    g->pdl = !st && (wb_target_get(g->arch)->features & WB_FEAT_GRIDDEP) && api->cuLaunchKernelEx &&
              !(env && strcmp(env, "0") == 0);
     return st;
 }

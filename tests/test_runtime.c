@@ -85,6 +85,12 @@ START_TEST(test_fake_older_arch)
     setenv("WARBLE_ARCH", "ampere", 1);
     g = fake_gpu();
     ck_assert_int_eq(wb_gpu_arch(g), WB_ARCH_SM80);
+    void *fn = NULL; /* sm_80 kernels do not wait in griddepcontrol.wait: a plain launch */
+    ck_assert_int_eq(wb_gpu_load(g, "ptx", "kernel", &fn), WB_OK);
+    wb_launch_dims d = {{1, 1, 1}, {32, 1, 1}, 0};
+    ck_assert_int_eq(wb_gpu_launch(g, fn, &d, NULL, NULL), WB_OK);
+    ck_assert_int_eq(fake.launches, 1);
+    ck_assert_int_eq(fake.pdl_launches, 0);
     wb_gpu_destroy(g);
     setenv("WARBLE_ARCH", "sm_90a", 1);
     g = fake_gpu();
