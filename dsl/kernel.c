@@ -15,7 +15,7 @@ static const int op_nargs[WB_TOP_COUNT] = {
 #include "dsl/ops.def"
 #undef X
 };
-static const char *const operand_names[] = {"A", "W", "SCALE"};
+static const char *const operand_names[] = {"A", "W", "SCALE", "ASCALE"};
 
 wb_kernel *wb_kernel_create(const wb_format *f, const wb_config *cfg)
 {
@@ -135,8 +135,15 @@ static int dequant(wb_kernel *k, const char *call, int codes, int scales, int un
 {
     if (!expect(k, call, codes, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return -1;
-    if (def_of(k, codes)->operand != WB_OPERAND_W) {
-        set_error(k, call, "codes must be a W fragment");
+    wb_operand of = def_of(k, codes)->operand;
+    if (of == WB_OPERAND_A && (!wb_format_fp4_acts(&k->fmt) || unscaled || scales < 0 ||
+                               def_of(k, scales)->operand != WB_OPERAND_ASCALE)) {
+        set_error(k, call, "activation codes are dequantized only with fp4 activations (a=e2m1), scaled by "
+                           "their ASCALE fragment");
+        return -1;
+    }
+    if (of != WB_OPERAND_A && (of != WB_OPERAND_W || (scales >= 0 && def_of(k, scales)->operand != WB_OPERAND_SCALE))) {
+        set_error(k, call, "codes must be a W fragment (with a SCALE fragment) or an A fragment");
         return -1;
     }
     if (unscaled && k->fmt.zp == WB_ZP_FP) {
@@ -169,11 +176,18 @@ static void mma(wb_kernel *k, const char *call, int acc, int weights, int acts, 
 {
     /* W8A8 multiplies the code fragment itself; every other format its dequantized weights */
     wb_top wop = wb_format_w8a8(&k->fmt) ? WB_TOP_LOAD_FRAG : WB_TOP_DEQUANT;
-    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, wop) ||
-        !expect(k, call, acts, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
+    /* fp4 activations are dequantized too: B is the dequant of their fragment */
+    wb_top aop = wb_format_fp4_acts(&k->fmt) ? WB_TOP_DEQUANT : WB_TOP_LOAD_FRAG;
+    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, wop) || !expect(k, call, acts, aop) ||
+        (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return;
-    if (def_of(k, acts)->operand != WB_OPERAND_A) {
+    const wb_tile_op *ad = def_of(k, acts);
+    if ((aop == WB_TOP_DEQUANT ? def_of(k, ad->args[0]) : ad)->operand != WB_OPERAND_A) {
         set_error(k, call, "B must be an activation fragment");
+        return;
+    }
+    if (wop == WB_TOP_DEQUANT && def_of(k, def_of(k, weights)->args[0])->operand != WB_OPERAND_W) {
+        set_error(k, call, "A must be dequantized weights");
         return;
     }
     if (wop == WB_TOP_LOAD_FRAG && (def_of(k, weights)->operand != WB_OPERAND_W || scales >= 0)) {

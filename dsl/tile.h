@@ -55,6 +55,28 @@ static inline int wb_format_w8a8(const wb_format *f)
     return ints || wb_format_w4a4(f) || (wb_type_fp8(f->a) && (wb_type_fp8(f->w) || w4));
 }
 
+/* fp4 activations (a=e2m1: NVFP4, MXFP4 and any e2m1 x weight format): the 16-bit kernel whose
+ * activation fragment is dequantized in registers too. e2m1 codes arrive two to a byte, k even in the
+ * low nibble; each token's code times its 8-bit block scale (as=e4m3 or e8m0) is exact in the compute
+ * type (wb_format_compute), so the MMA multiplies exact values and sums them in f32; the tensor scales
+ * (ags, wgs) multiply the f32 sums after K. */
+static inline int wb_format_fp4_acts(const wb_format *f)
+{
+    return f->a.kind == WB_KIND_FLOAT && f->a.ebits == 2 && f->a.mbits == 1;
+}
+
+/* The 16-bit type the MMA multiplies: the activation type when it is f16 or bf16; with fp4
+ * activations f16, or bf16 when a scale needs its range (e8m0 scales, bf16 weight scales) or the
+ * weight type does (more than 5 exponent bits). */
+static inline wb_type wb_format_compute(const wb_format *f)
+{
+    if (!wb_format_fp4_acts(f))
+        return f->a;
+    int bf = f->as.kind == WB_KIND_E8M0 || f->ws.kind == WB_KIND_E8M0 || f->ws.kind == WB_KIND_BF16 ||
+             (f->w.kind == WB_KIND_FLOAT && f->w.ebits > 5);
+    return (wb_type){.kind = bf ? WB_KIND_BF16 : WB_KIND_F16, .bits = 16};
+}
+
 /* W8A8 on fp8 codes (the fp8 MMA, f32 sums), as opposed to s8 x int8. */
 static inline int wb_format_w8a8_fp8(const wb_format *f)
 {
@@ -81,6 +103,7 @@ typedef enum wb_operand {
     WB_OPERAND_A,     /* activations, M x K */
     WB_OPERAND_W,     /* packed weight codes */
     WB_OPERAND_SCALE, /* grouped scale (and zero-offset) records */
+    WB_OPERAND_ASCALE,/* activation scales per token and group (fp4 activations) */
 } wb_operand;
 
 typedef struct wb_tile_op {
@@ -110,6 +133,8 @@ void wb_kernel_destroy(wb_kernel *k);
 int wb_load_tile(wb_kernel *k, wb_operand operand, int stages);
 void wb_kloop(wb_kernel *k);
 int wb_load_frag(wb_kernel *k, int tile);
+/* codes: a W fragment with its SCALE fragment (-> the MMA's A operand), or, with fp4 activations, an
+ * A fragment with its ASCALE fragment (-> the B operand) */
 int wb_dequant(wb_kernel *k, int codes, int scales);
 /* code - zero only; the scale is applied by wb_mma_scaled to the f32 product of the warp's slice */
 int wb_dequant_unscaled(wb_kernel *k, int codes, int records);

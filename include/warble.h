@@ -298,10 +298,16 @@ WB_API wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg);
 /* out (M x N, type out) = a (M x K, type a) x W^T, on `stream` (a CUstream, NULL = default).
  * No allocation and no synchronization on the GPU; the first call for a config JITs its kernel. */
 WB_API wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream);
-/* The same for quantized activations (a=s8: W8A8): a = M x K codes, one byte each, row-major; a_scale =
- * M f32, the scale of each token. wb_layer_gemm refuses such layers, wb_layer_gemm_q f16/bf16 ones. */
+/* The same for quantized activations: a = M x K codes in the layout of wb_pack_acts (8-bit codes one
+ * to a byte, 4-bit codes two to a byte); a_scale = the activation scales as the interchange file holds
+ * them: M x (K/ag), or M with ag=0, of the `as` type (f32 for s8/s4/fp8 activations, one byte each for
+ * e4m3/e8m0 scales of e2m1 activations). wb_layer_gemm refuses such layers, wb_layer_gemm_q f16/bf16
+ * ones and those with ags=1, which take wb_layer_gemm_qg: a_global = the address of one f32 on the
+ * device, the activation tensor scale (read by the kernel, so it may be computed on the stream). */
 WB_API wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr out,
                                  void *stream);
+WB_API wb_status wb_layer_gemm_qg(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr a_global,
+                                  wb_devptr out, void *stream);
 /* Quantize activations on the GPU, ahead of wb_layer_gemm_q: x = M x K f16 or bf16 (x_type) ->
  * codes (M x K, one byte each, the format's `a` type: s8, e4m3 or e5m2) and scales (f32, M x K/ag, or
  * M with ag=0), bit for bit wb_reference_quantize_acts. K a multiple of 128 (and of ag, itself a

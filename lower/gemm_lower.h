@@ -42,13 +42,17 @@ typedef struct lw {
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */
     int a4;                            /* W4A4 (wb_format_w4a4): s4 activations, two codes to a byte */
+    int afp4;                          /* fp4 activations (wb_format_fp4_acts): e2m1 codes two to a byte,
+                                          dequantized in registers (lower_act4.c) */
+    wb_reg arow, aglobal;              /* afp4: scale bytes per token (K / ag, or 1); the ags pointer */
     float w4_factor;                   /* what the widened weights' sums are multiplied by after K */
     int grouped;                       /* w8a8 with f32 scales per group along K of the weights (g) or
                                           the activations (ag): each slice's product (s32, or f32 on
                                           fp8), scaled, goes into f32 sums */
     wb_reg *sscale;                    /* grouped on wgmma: the slice's factors (wb_gemm_slice_scales) */
     wb_reg kag, tok0;                  /* ag > 0: K / ag, and the thread's first token m0 + 2 tig */
-    wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale) */
+    wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale); afp4: the 8-bit
+                                          scale codes, M x K/ag */
     int wg;                            /* lower MMA to wgmma */
     wb_reg ptrue, desc_hi;             /* wgmma: scale-d predicate, high word of the B descriptors */
     wb_reg pfalse, *part, *vals_acc;   /* wgmma with slice sums (fp8, grouped): scale-d of a slice's
@@ -184,6 +188,10 @@ float wb_widen_factor(const wb_format *f);
 void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
+
+/* lower_act4.c: fp4 activations' scales of this slice (T pairs), and their codes dequantized */
+void wb_act4_scales(lw *L, int value);
+void wb_act4_dequant(lw *L, const wb_reg *b, const wb_reg *sc, wb_reg *out);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

@@ -13,9 +13,10 @@ const char *wb_kernel_entry(void) { return "wb_gemm"; }
 /* TMA kernels take the activations' tensor map by value, last (runtime/layer.c fills it per call) */
 static const char *const params[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
                                      "u32 p_m", "u32 p_n", "u32 p_k", "align 64 .b8 p_tmap[128]"};
-/* W8A8 kernels take the f32 scale of each token last (never TMA) */
-static const char *const params_w8a8[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
-                                          "u32 p_m", "u32 p_n", "u32 p_k", "u64 p_ascale"};
+/* Quantized activations (never TMA): W8A8 kernels take the f32 scale of each token last; fp4 ones the
+ * 8-bit scale codes (M x K/ag), then with ags=1 the address of the f32 activation tensor scale */
+static const char *const params_q[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
+                                       "u32 p_m", "u32 p_n", "u32 p_k", "u64 p_ascale", "u64 p_aglobal"};
 
 /* The kernel's .version: the target's, raised where an instruction needs more. fp8 mma.sync m16n8k32
  * with f32 sums needs PTX 8.4 (shared/ptx/MATRIX.md section 1); sm_89 is otherwise emitted as 7.8, and
@@ -58,10 +59,9 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         snprintf(title, sizeof title, "%s  [%s]", spec, conf);
         wb_layout lay;
         wb_layout_get(f, cfg, &lay);
-        int nparams = (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
-        if (wb_format_w8a8(f))
-            nparams = (int)WB_COUNT(params_w8a8);
-        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), wb_format_w8a8(f) ? params_w8a8 : params,
+        int quantized = wb_format_w8a8(f) || wb_format_fp4_acts(f);
+        int nparams = quantized ? 9 + (wb_format_fp4_acts(f) && f->ags) : (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
+        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), quantized ? params_q : params,
                            nparams,
                            cfg->mma == WB_MMA_WGMMA ? 1024 : 128, lay.threads, title};
         if (annotate) {

@@ -14,9 +14,9 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * cfg->warps_k;
-    /* a warp's k64 slice of one token: 64 two-byte activations, 64 8-bit codes (W8A8) or 64 s4 codes
-     * two to a byte (W4A4) */
-    L->a_bits = wb_format_w8a8(f) ? f->a.bits : 16;
+    /* a warp's k64 slice of one token: 64 two-byte activations, 64 8-bit codes (W8A8) or 64 4-bit codes
+     * two to a byte (W4A4, fp4 activations) */
+    L->a_bits = wb_format_w8a8(f) || wb_format_fp4_acts(f) ? f->a.bits : 16;
     L->a_row = L->slice_k * L->a_bits / 8;
     L->a_stage = L->bm * L->a_row * cfg->warps_k;
     L->w_bytes = 2 * L->slice_k * f->w.bits;

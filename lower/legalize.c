@@ -26,8 +26,9 @@ static wb_status refuse_quantized_acts(const wb_format *f, const wb_target *t)
     if (emulated >= 0)
         snprintf(why + strlen(why), sizeof why - strlen(why), " (%s is only emulated there)", wb_isa_name(emulated));
     return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is not supported by this build yet (f16 and bf16 "
-                                       "activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, and e4m3/e5m2 "
-                                       "with w=e4m3, e5m2, int4 or e2m1, only)%s",
+                                       "activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, e4m3/e5m2 "
+                                       "with w=e4m3, e5m2, int4 or e2m1, and e2m1 with any 16-bit kernel "
+                                       "weight, only)%s",
                    wb_format_act_name(f->a, tn), wb_type_name(f->w, wn), why);
 }
 
@@ -99,18 +100,38 @@ static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
     return WB_OK;
 }
 
+/* fp4 activations (a=e2m1): an 8-bit block scale per token and group of a power of two from 16 up
+ * along K (or per token), e4m3 (NVFP4) or e8m0 (MX), so that each dequantized activation is exact in
+ * the compute type; a warp's word of 8 codes (k 8 tig .. + 7 of a k32 half) lies in one group. The
+ * weights are any 16-bit kernel format. */
+static wb_status legalize_fp4_acts(const wb_format *f)
+{
+    char sn[8];
+    if (f->as.kind != WB_KIND_E8M0 && !(f->as.kind == WB_KIND_FLOAT && f->as.ebits == 4 && f->as.mbits == 3))
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0 (MX) in this build, whose "
+                                           "products with the codes are exact in f16/bf16 (got as=%s)",
+                       wb_type_name(f->as, sn));
+    if (f->ag && (f->ag < 16 || (f->ag & (f->ag - 1))))
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 needs ag=0 or a power of two from 16 up (got ag=%d)", f->ag);
+    return WB_OK;
+}
+
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
 {
     char tn[8];
     if (wb_format_w8a8(f))
         return legalize_w8a8(f, t);
-    if (!is16(f->a))
+    wb_status fs = wb_format_fp4_acts(f) ? legalize_fp4_acts(f) : WB_OK;
+    if (fs)
+        return fs;
+    wb_type T = wb_format_compute(f); /* the type the MMA multiplies */
+    if (!is16(T))
         return refuse_quantized_acts(f, t);
     if (f->w.kind != WB_KIND_INT && f->w.kind != WB_KIND_UINT && f->w.kind != WB_KIND_FLOAT &&
         f->w.kind != WB_KIND_TABLE)
         return wb_fail(WB_ERR_UNSUPPORTED, "w=%s is not supported by this build yet (intB, uintB, eXmY, nf4 and "
                                            "lut4 are)", wb_type_name(f->w, tn));
-    if (f->w.kind == WB_KIND_FLOAT && f->a.kind == WB_KIND_F16 && f->w.ebits == 5 && f->w.mbits != 2)
+    if (f->w.kind == WB_KIND_FLOAT && T.kind == WB_KIND_F16 && f->w.ebits == 5 && f->w.mbits != 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "w=%s with a=f16 is not supported: its codes with exponent 31 exceed the "
                                            "f16 range (use a=bf16)", wb_type_name(f->w, tn));
     if (f->g != 0 && f->g != 16 && f->g != 32 && f->g % WB_KW)
@@ -121,10 +142,10 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
     if (!is16(f->out))
         return wb_fail(WB_ERR_UNSUPPORTED, "out must be f16 or bf16");
     /* scales of every type are converted to the compute type when packing: only a and out matter here */
-    if ((f->a.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16) &&
-        !(t->features & WB_FEAT_BF16))
-        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 MMA or bf16 conversions: bf16 needs sm_80 or newer",
-                       t->name);
+    if ((T.kind == WB_KIND_BF16 || f->out.kind == WB_KIND_BF16) && !(t->features & WB_FEAT_BF16))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no bf16 MMA or bf16 conversions: bf16 needs sm_80 or newer%s",
+                       t->name, T.kind == WB_KIND_BF16 && !is16(f->a) ? " (a=e2m1 multiplies in bf16 with e8m0 or "
+                                                                       "bf16 scales)" : "");
     return WB_OK;
 }
 
@@ -139,6 +160,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);
+    if (wb_format_fp4_acts(f) && c->mma != WB_MMA_SYNC)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 runs on mma.sync in this build (both operands dequantized in "
+                                           "registers); --mma %s would read the activations from shared memory, "
+                                           "where they are e2m1", wb_mma_name(c->mma));
     if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "

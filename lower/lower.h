@@ -21,11 +21,14 @@ wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims
 const char *wb_quant_entry(void);
 
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`
- * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs); writes the
- * 16 T-pair registers of the 4 k16 steps in MMA A order (step * 4 + reg). `scaled` = 0 leaves the
- * scale out (code - zero only: the caller scales the f32 product) and reads only the zero pairs.
- * f->target, when set, may pick a cheaper exact rule (the hardware e2m1 conversion). */
-void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, int scaled, const wb_reg *words,
+ * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs), the group
+ * of k16 step s being scales[group_of_step[s] * 4 ..]; writes the 16 T-pair registers of the 4 k16
+ * steps in MMA A order (step * 4 + reg). `scaled` = 0 leaves the scale out (code - zero only: the
+ * caller scales the f32 product) and reads only the zero pairs. f->target, when set, may pick a
+ * cheaper exact rule (the hardware e2m1 conversion). */
+void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[4], int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16]);
+/* The group of each k16 step among a slice's records, in natural k order (wb_lower_dequant). */
+void wb_dequant_natural_groups(const wb_format *fmt, int groups_per_chunk, int group_of_step[4]);
 
 #endif

@@ -291,7 +291,7 @@ static wb_reg fp8_cvt_value(dq *d, const wb_reg *words, const wb_codes *cs, int 
  * than it saves. */
 static int hw_fp8(const wb_func *f, const wb_format *fmt)
 {
-    return fmt->a.kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.bits == 8 &&
+    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT && fmt->w.bits == 8 &&
            ((fmt->w.ebits == 4 && fmt->w.mbits == 3) || (fmt->w.ebits == 5 && fmt->w.mbits == 2)) && f->target &&
            (f->target->features & WB_FEAT_CVT_FP8);
 }
@@ -299,7 +299,7 @@ static int hw_fp8(const wb_func *f, const wb_format *fmt)
 /* The hardware rule applies: e2m1 into f16 or bf16 on a target with the fp4 conversion. */
 static int hw_e2m1(const wb_func *f, const wb_format *fmt)
 {
-    return (fmt->a.kind == WB_KIND_F16 || fmt->a.kind == WB_KIND_BF16) && fmt->w.kind == WB_KIND_FLOAT &&
+    return fmt->w.kind == WB_KIND_FLOAT &&
            fmt->w.ebits == 2 && fmt->w.mbits == 1 && f->target && (f->target->features & WB_FEAT_CVT_FP4);
 }
 
@@ -347,11 +347,17 @@ static wb_reg table_value(dq *d, const wb_reg *words, const wb_codes *cs, int st
     return prmt3(d, wb_r(q01), wb_r(q23), s3);
 }
 
-void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, int scaled, const wb_reg *words,
+void wb_dequant_natural_groups(const wb_format *fmt, int groups_per_chunk, int group_of_step[4])
+{
+    for (int step = 0; step < 4; step++)
+        group_of_step[step] = groups_per_chunk > 1 ? step * 16 / fmt->g : 0;
+}
+
+void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[4], int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16])
 {
-    dq d = {.f = f, .fmt = fmt, .ty = fmt->a.kind == WB_KIND_BF16 ? "bf16x2" : "f16x2",
-            .bf = fmt->a.kind == WB_KIND_BF16, .byte_step = -1};
+    int bf = wb_format_compute(fmt).kind == WB_KIND_BF16;
+    dq d = {.f = f, .fmt = fmt, .ty = bf ? "bf16x2" : "f16x2", .bf = bf, .byte_step = -1};
     d.magic = d.bf ? 0x4300 : 0x6400;
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
@@ -393,7 +399,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, int groups_per_chunk, in
         nzc = (wb_reg){(int)konst(&d, pair(negz)).v};
     }
     for (int step = 0; step < 4; step++) {
-        int gi = groups_per_chunk > 1 ? step * 16 / fmt->g : 0;
+        int gi = group_of_step[step];
         for (int reg = 0; reg < 4; reg++) {
             int row = reg & 1; /* registers 0 and 2: channel gid; 1 and 3: gid + 8 */
             const wb_reg *rec = &scales[gi * 4];

@@ -44,10 +44,14 @@ static void lower_setup(lw *L)
     L->m = param(L, "p_m", 0);
     L->n = param(L, "p_n", 0);
     L->kdim = param(L, "p_k", 0);
-    if (L->w8a8)
+    if (L->w8a8 || L->afp4)
         L->ascale = param(L, "p_ascale", 1);
+    if (L->afp4 && L->fmt->ags)
+        L->aglobal = param(L, "p_aglobal", 1);
     if (L->w8a8 && L->fmt->ag)
         L->kag = divi(L, L->kdim, L->fmt->ag);
+    if (L->afp4)
+        L->arow = L->fmt->ag ? divi(L, L->kdim, L->fmt->ag) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
     L->lane = andi(L, L->tid, 31);
@@ -133,7 +137,7 @@ static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
     /* byte index at kt = 0: row * (K bytes) + wk*rb + c*16 (s4: K is even) */
     wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(rb), wb_r(muli(L, c, 16)));
-    wb_reg kbytes = L->a4 ? shri(L, L->kdim, 1) : L->kdim;
+    wb_reg kbytes = L->lay.a_bits == 4 ? shri(L, L->kdim, 1) : L->kdim;
     wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(kbytes));
     elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
     sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
@@ -246,6 +250,18 @@ static void plan_copies(lw *L)
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
 
+/* 4-bit activation rows (W4A4, fp4 activations): lane 8j + row gives row `row` of chunk j & 1 of m-tile
+ * j >> 1 (ldmatrix.x4: two m-tiles), swizzled as slot_a_narrow. */
+static void plan_frag_a4(lw *L)
+{
+    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
+    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 32), wb_r(L->smem));
+    ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, quad, 1)), wb_imm(8 * 32), wb_r(ab));
+    ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(32), wb_r(ab)), L->lay.a_off);
+    wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(andi(L, quad, 1)), wb_r(shri(L, row, 2)));
+    L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
+}
+
 /* W8A8: the lane's code words as for any 8-bit format, and one ldmatrix.x4 address per m-tile: lane
  * 8j + row gives row `row` of 16-byte chunk j (k 16j..16j+15) of the token slice, swizzled as slot_a8. */
 static void plan_frags_w8a8(lw *L)
@@ -254,15 +270,11 @@ static void plan_frags_w8a8(lw *L)
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
-    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
-    if (L->a4) { /* lane 8j + row: row `row` of chunk j & 1 of m-tile j >> 1 (ldmatrix.x4: two m-tiles) */
-        wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 32), wb_r(L->smem));
-        ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, quad, 1)), wb_imm(8 * 32), wb_r(ab));
-        ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(32), wb_r(ab)), L->lay.a_off);
-        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(andi(L, quad, 1)), wb_r(shri(L, row, 2)));
-        L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
+    if (L->lay.a_bits == 4) {
+        plan_frag_a4(L);
         return;
     }
+    wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 64), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(64), wb_r(ab)), L->lay.a_off);
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(quad), wb_r(andi(L, shri(L, row, 1), 3)));
@@ -283,6 +295,13 @@ static void plan_frags(lw *L)
     wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);
+    if (L->afp4 && L->fmt->g == 16) /* the lane's k 8 tig .. + 7 of each k32 half: group 2 j + tig / 2 */
+        L->sfrag = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, L->tig, 1)), wb_imm(L->lay.rec_bytes),
+                       wb_r(L->sfrag));
+    if (L->afp4) {
+        plan_frag_a4(L);
+        return;
+    }
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(ab)), L->lay.a_off);
@@ -418,17 +437,20 @@ static void lower_frag_w(lw *L, int value)
 static void lower_frag_scale(lw *L, int value)
 {
     int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp != WB_ZP_NONE;
-    wb_reg *r = value_regs(L, value, gpc * 4);
+    /* fp4 activations with g = 16 or 32: the lane's k 32 j + 8 tig .. + 7 lie in one group per k32
+     * half j, record j * 32 / g (+ tig / 2 in sfrag when g = 16) */
+    int halves = L->afp4 && gpc > 1, nrec = halves ? 2 : gpc;
+    wb_reg *r = value_regs(L, value, nrec * 4);
     if (!r)
         return;
     wb_reg base = add(L, L->sfrag, L->ro);
-    for (int gi = 0; gi < gpc; gi++) {
+    for (int gi = 0; gi < nrec; gi++) {
         for (int z = 0; z <= zp; z++) {
-            wb_reg addr = addi(L, base, gi * L->lay.rec_bytes + z * 32);
+            wb_reg addr = addi(L, base, (halves ? gi * 32 / L->fmt->g : gi) * L->lay.rec_bytes + z * 32);
             if (!z && L->scale_f32) {
                 for (int h = 0; h < 2; h++) {
                     wb_reg f = wb_new_reg(L->f, WB_RC_F32);
-                    if (L->fmt->a.kind == WB_KIND_BF16) { /* bf16 -> f32: the 16 bits on top */
+                    if (!strcmp(L->T, "bf16")) { /* bf16 -> f32: the 16 bits on top */
                         wb_reg word = wb_new_reg(L->f, WB_RC_B32);
                         wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(word), wb_r(addr));
                         word = h ? andi(L, word, 0xFFFF0000) : op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
@@ -462,7 +484,7 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
-    if (L->a4) { /* b[mt*2 + j] = chunk j: s4 codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
+    if (L->lay.a_bits == 4) { /* b[mt*2 + j] = chunk j: 4-bit codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
         wb_reg addr = add(L, L->afrag[0], L->ro);
         for (int mt = 0; mt < mt_n; mt += 2) {
             wb_reg *d = &b[mt * 2];
@@ -499,12 +521,29 @@ static void lower_frag_a(lw *L, int value)
     }
 }
 
+/* The operand of a fragment value (its LOAD_FRAG). */
+static wb_operand operand_of(const lw *L, int value)
+{
+    for (int i = 0; i < L->k->nops; i++)
+        if (L->k->ops[i].result == value)
+            return L->k->ops[i].operand;
+    return WB_OPERAND_W;
+}
+
 static void lower_dequant(lw *L, const wb_tile_op *o)
 {
+    if (operand_of(L, o->args[0]) == WB_OPERAND_A) { /* fp4 activations */
+        wb_reg *out = value_regs(L, o->result, L->cfg->m_tiles * 8);
+        if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
+            wb_act4_dequant(L, L->vals[o->args[0]], L->vals[o->args[1]], out);
+        return;
+    }
     wb_reg *out = value_regs(L, o->result, 16);
+    int gos[4] = {0, 0, 1, 1}; /* fp4 activations' k order: a group per k32 half (lower_frag_scale) */
+    if (!L->afp4 || L->lay.groups_per_chunk == 1)
+        wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
     if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
-        wb_lower_dequant(L->f, L->fmt, L->lay.groups_per_chunk, !o->unscaled, L->vals[o->args[0]],
-                         L->vals[o->args[1]], out);
+        wb_lower_dequant(L->f, L->fmt, gos, !o->unscaled, L->vals[o->args[0]], L->vals[o->args[1]], out);
 }
 
 /* The sums are s32 (the integer MMA of s8 W8A8 without slice scales); every other kernel's are f32. */
@@ -866,6 +905,22 @@ static void lower_epilogue(lw *L, int acc)
         wscale[h] = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
     }
+    /* fp4 activations: the tensor scales multiply the f32 sums (chan: the biases, then the weight's) */
+    wb_reg global = {-1};
+    if (L->afp4 && (L->fmt->ags || L->fmt->wgs)) {
+        global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
+        if (L->fmt->ags) {
+            wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(ag), wb_r(L->aglobal));
+            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(ag));
+        }
+        if (L->fmt->wgs) {
+            wb_reg wgv = wb_new_reg(L->f, WB_RC_F32);
+            wb_reg at = L->fmt->bias ? addr64(L, L->chan, L->n, 4) : L->chan;
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wgv), wb_r(at));
+            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(wgv));
+        }
+    }
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)
         for (int i = 0; i < 4; i++) {
@@ -878,6 +933,8 @@ static void lower_epilogue(lw *L, int acc)
             wb_reg v = c[mt * 4 + i];
             if (L->w8a8)
                 v = scale_sum(L, v, wscale[i >> 1], tok);
+            if (global.id >= 0)
+                v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(global));
             if (L->fmt->bias)
                 v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(bias[i >> 1]));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, v);
@@ -897,11 +954,12 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.t = t;
     L.fmt = &k->fmt;
     L.cfg = &k->cfg;
-    L.T = k->fmt.a.kind == WB_KIND_BF16 ? "bf16" : "f16";
+    L.T = wb_format_compute(&k->fmt).kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w);
     L.a4 = wb_format_w4a4(&k->fmt);
+    L.afp4 = wb_format_fp4_acts(&k->fmt);
     L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
@@ -946,6 +1004,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
                 lower_frag_w(&L, o->result);
             else if (o->operand == WB_OPERAND_SCALE)
                 lower_frag_scale(&L, o->result);
+            else if (o->operand == WB_OPERAND_ASCALE)
+                wb_act4_scales(&L, o->result);
             else
                 lower_frag_a(&L, o->result);
             break;

@@ -42,6 +42,18 @@ static void code_coords(int r, int kk, int *lane, int *step, int *reg, int *half
     *lane = (r % 8) * 4 + (kin % 8) / 2;
 }
 
+/* Where the kernel's MMA k steps meet column c (0..63) of a k64 chunk: c itself, except with fp4
+ * activations, whose fragment is the ldmatrix words of 4-bit rows as loaded (lane tig holds k
+ * 32 j + 8 tig + i, code i of word j; lower/lower_act4.c): column c then sits at k16 step
+ * 2 j + i / 4, in register half (i / 2) & 1 (b0 or b1) of lane tig, element i & 1. */
+static int mma_k(const wb_format *f, int c)
+{
+    if (!wb_format_fp4_acts(f))
+        return c;
+    int j = c >> 5, tig = (c >> 3) & 3, i = c & 7;
+    return 16 * (2 * j + (i >> 2)) + 8 * ((i >> 1) & 1) + 2 * tig + (i & 1);
+}
+
 static wb_status check_pack_args(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w)
 {
     if (!f || !w || !w->w || !w->w_scale)
@@ -79,7 +91,7 @@ static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint
                 return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
                                code, (long long)row, (long long)col);
             int lane, step, reg, half;
-            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
+            code_coords((int)(row % 16), mma_k(f, (int)(col % WB_KW)), &lane, &step, &reg, &half);
             uint32_t u = (uint32_t)(code ^ sign);
             uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
             for (int p = 0; p < cs.nplanes; p++) {
@@ -183,11 +195,12 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
 /* One scale record per (strip, group): T(scale) pairs, then zero pairs. */
 static wb_status pack_scales(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, uint16_t *ps)
 {
-    wb_type T = f->a;
+    wb_type T = wb_format_compute(f);
     int64_t groups = wb_layout_groups(f, k), cols = f->g ? k / f->g : 1;
     int rec = f->zp != WB_ZP_NONE ? 32 : 16; /* u16 per record */
     double magic = T.kind == WB_KIND_BF16 ? 128.0 : 1024.0;
-    double global = f->wgs ? (double)*w->w_global : 1.0;
+    /* with fp4 activations the tensor scale multiplies the f32 sums instead (the chan array) */
+    double global = f->wgs && !wb_format_fp4_acts(f) ? (double)*w->w_global : 1.0;
     int split8 = T.kind == WB_KIND_BF16 && f->w.bits == 8;
     for (int64_t strip = 0; strip < n / 16; strip++)
         for (int64_t q = 0; q < groups; q++) {
@@ -228,7 +241,11 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
     int rec = f->zp != WB_ZP_NONE ? 64 : 32;
     out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
     out->scale_bytes = (size_t)(n / 16 * groups * rec);
-    out->chan_bytes = f->bias ? (size_t)n * 4 : 0;
+    /* chan: the f32 biases; with fp4 activations then the weight tensor scale (wgs=1) */
+    int wglobal = f->wgs && wb_format_fp4_acts(f);
+    if (wglobal && !isfinite(*w->w_global))
+        return wb_fail(WB_ERR_INVALID, "the weight tensor scale %g is not finite", (double)*w->w_global);
+    out->chan_bytes = (size_t)((f->bias ? n : 0) + wglobal) * 4;
     out->w = calloc(1, out->w_bytes);
     out->scale = calloc(1, out->scale_bytes);
     out->chan = out->chan_bytes ? malloc(out->chan_bytes) : NULL;
@@ -246,6 +263,8 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
     float *pc = out->chan;
     for (int64_t i = 0; f->bias && i < n; i++)
         pc[i] = (float)read_elem(f->out, w->bias, i);
+    if (wglobal)
+        pc[f->bias ? n : 0] = *w->w_global;
     return WB_OK;
 }
 
@@ -269,7 +288,7 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int lane, step, reg, half;
-            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
+            code_coords((int)(row % 16), mma_k(f, (int)(col % WB_KW)), &lane, &step, &reg, &half);
             const uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
             uint32_t u = 0;
             for (int q = 0; q < cs.nplanes; q++) {

@@ -185,9 +185,10 @@ static int quantized_acts(const wb_format *f)
     return f->a.kind != WB_KIND_F16 && f->a.kind != WB_KIND_BF16;
 }
 
-/* The launch behind wb_layer_gemm and wb_layer_gemm_q (a_scale 0 for f16/bf16 activations). */
+/* The launch behind wb_layer_gemm and wb_layer_gemm_q(g) (a_scale 0 for f16/bf16 activations,
+ * a_global 0 without ags). */
 static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr a, wb_devptr a_scale,
-                        wb_devptr out, void *stream)
+                        wb_devptr a_global, wb_devptr out, void *stream)
 {
     if (m < 1 || m > INT32_MAX)
         return wb_fail(WB_ERR_INVALID, "%s: m must be in [1, 2^31) (got %lld)", call, (long long)m);
@@ -205,11 +206,12 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
         return st;
     /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with TMA loads
      * the map of the activations (M x K, boxes of the block's tokens x 64), or with quantized
-     * activations the f32 scale of each token (u64). */
+     * activations their scales (u64), then with ags=1 the address of the activation tensor scale. */
     uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan, p_ascale = a_scale;
+    uint64_t p_aglobal = a_global;
     uint32_t p_m = (uint32_t)m, p_n = (uint32_t)layer->n, p_k = (uint32_t)layer->k;
     CUtensorMap map;
-    void *params[9] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k, &map};
+    void *params[10] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k, &map, &p_aglobal};
     if (a_scale)
         params[8] = &p_ascale;
     if (cfg.load == WB_LOAD_TMA &&
@@ -226,20 +228,36 @@ wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, 
     if (quantized_acts(&layer->f))
         return wb_fail(WB_ERR_INVALID, "wb_layer_gemm: this layer's activations are quantized codes with a scale "
                                        "per token: use wb_layer_gemm_q");
-    return launch(layer, "wb_layer_gemm", m, a, 0, out, stream);
+    return launch(layer, "wb_layer_gemm", m, a, 0, 0, out, stream);
+}
+
+static wb_status gemm_q(wb_layer *layer, const char *call, int64_t m, wb_devptr a, wb_devptr a_scale,
+                        wb_devptr a_global, wb_devptr out, void *stream)
+{
+    if (!layer)
+        return wb_fail(WB_ERR_INVALID, "%s: layer is NULL", call);
+    if (!quantized_acts(&layer->f))
+        return wb_fail(WB_ERR_INVALID, "%s: this layer's activations are f16 or bf16: use wb_layer_gemm", call);
+    if (!a_scale)
+        return wb_fail(WB_ERR_INVALID, "%s: NULL activation scale pointer", call);
+    if (layer->f.ags && !a_global)
+        return wb_fail(WB_ERR_INVALID, "%s: this layer's format has ags=1: pass the activation tensor scale's "
+                                       "address (wb_layer_gemm_qg)", call);
+    if (!layer->f.ags && a_global)
+        return wb_fail(WB_ERR_INVALID, "%s: this layer's format has ags=0: a_global must be 0", call);
+    return launch(layer, call, m, a, a_scale, a_global, out, stream);
 }
 
 wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr out,
                           void *stream)
 {
-    if (!layer)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: layer is NULL");
-    if (!quantized_acts(&layer->f))
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: this layer's activations are f16 or bf16: use "
-                                       "wb_layer_gemm");
-    if (!a_scale)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_q: NULL activation scale pointer");
-    return launch(layer, "wb_layer_gemm_q", m, a, a_scale, out, stream);
+    return gemm_q(layer, "wb_layer_gemm_q", m, a, a_scale, 0, out, stream);
+}
+
+wb_status wb_layer_gemm_qg(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr a_global,
+                           wb_devptr out, void *stream)
+{
+    return gemm_q(layer, "wb_layer_gemm_qg", m, a, a_scale, a_global, out, stream);
 }
 
 wb_status wb_layer_gemm_x(wb_layer *layer, int64_t m, wb_type x_type, wb_devptr x, wb_devptr codes,

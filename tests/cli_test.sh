@@ -92,6 +92,18 @@ if expect 0 "W4A4 builds on sm_90a (widened to s8)" "" -- $W ptx w4a4-int4 --arc
     grep -q 'm16n8k64' "$tmp/out" && fail "W4A4 on sm_90a: the emulated s4 MMA was emitted"
 fi
 expect 2 "W4A4 on wgmma is refused" "W4A4 (a=s4, w=int4) runs on mma.sync" -- $W ptx w4a4-int4 --arch sm_90a --mma wgmma
+if expect 0 "NVFP4 builds on sm_90a (both operands dequantized)" "" -- $W ptx nvfp4 --arch sm_90a --m 300 --n 256 --k 256; then
+    grep -q 'dequant rule (activations): e2m1 -> f16' "$tmp/out" || fail "nvfp4: no activation dequant rule"
+    grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$tmp/out" || fail "nvfp4 on sm_90a: no f16 mma.sync"
+    grep -q 'p_aglobal' "$tmp/out" || fail "nvfp4: no activation tensor scale parameter"
+fi
+if expect 0 "MXFP4 x MXFP4 builds on sm_120a (bf16 products)" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_120a --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$tmp/out" || fail "mxfp4 acts: no bf16 mma.sync"
+    grep -q 'kind::mxf4nvf4) is not built yet' "$tmp/out" || fail "mxfp4 acts on sm_120a: the native MMA is not named"
+fi
+expect 2 "MX activations need bf16 (sm_75)" "a=e2m1 multiplies in bf16" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,out=f16 --arch sm_75
+expect 2 "fp4 activations with f32 scales are refused" "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0" -- $W ptx a=e2m1,w=e2m1,ws=e4m3,g=16 --arch sm_90a
+expect 2 "fp4 activations on wgmma are refused" "a=e2m1 runs on mma.sync" -- $W ptx nvfp4 --arch sm_90a --mma wgmma
 if expect 0 "W4A8 (s8 x int4, per channel) builds on sm_90a" "" -- $W ptx a=s8,w=int4,ws=f32,g=0 --arch sm_90a --m 300 --n 256 --k 256; then
     grep -q 'dequant rule: int4 -> s8' "$tmp/out" || fail "W4A8: no widening rule in the annotated PTX"
     grep -q 'wgmma.mma_async.sync.aligned.m64n.*k32.s32.s8.s8' "$tmp/out" || fail "W4A8 at M = 300: no wgmma s8"
@@ -270,6 +282,17 @@ if [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q '^warble: ' "$tmp/err"; }; then
     passed=$((passed + 1))
 else
     fail "run fp8 with valid input: exit $rc ($(cat "$tmp/err"))"
+fi
+# run nvfp4: codes, e4m3 block scales and the tensor scale; the missing one is named before the GPU
+zeros 64 "$tmp/n4a" && zeros 4 "$tmp/n4as" && zeros 4 "$tmp/n4ag" && zeros $((16 * 64)) "$tmp/n4w" && zeros 64 "$tmp/n4ws"
+N4="$W run nvfp4 --m 1 --n 16 --k 64 --a $tmp/n4a --a-scale $tmp/n4as --w $tmp/n4w --w-scale $tmp/n4ws --w-global $tmp/n4ag --out $tmp/o"
+expect 2 "run nvfp4 needs --a-global" "missing --a-global" -- $N4
+$N4 --a-global "$tmp/n4ag" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q '^warble: ' "$tmp/err"; }; then
+    passed=$((passed + 1))
+else
+    fail "run nvfp4 with valid input: exit $rc ($(cat "$tmp/err"))"
 fi
 expect 2 "quant f16 acts" "not quantized" -- $W quant w4a16 $q
 expect 2 "quant x size" "expected 32 bytes" -- $W quant int8 --m 2 --k 4 --x "$tmp/x.f32" --a "$tmp/qa" --a-scale "$tmp/qs"

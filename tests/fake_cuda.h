@@ -32,6 +32,7 @@ static struct {
     uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
     uint32_t launch_u32[3]; /* m, n, k */
     uint64_t launch_p8;     /* with capture_layer_params on a kernel without TMA: the first word of params[8] */
+    uint64_t launch_p9;     /* with capture_layer_params: params[9] (fp4 activations with ags=1: p_aglobal) */
     uint64_t launch_map0;   /* with capture_layer_params on a TMA kernel: the first word of its map */
     /* the last cuTensorMapEncodeTiled */
     int maps, map_dtype, map_swizzle, map_oob;
@@ -273,6 +274,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
             memcpy(&fake.launch_map0, params[8], 8);
         else if (params[8]) /* a W8A8 kernel's: the token scales (else an unused map) */
             memcpy(&fake.launch_p8, params[8], 8);
+        memcpy(&fake.launch_p9, params[9], 8); /* the runtime always passes ten (a kernel reads its own) */
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

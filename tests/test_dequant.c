@@ -229,7 +229,9 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
         wb_packed_free(&p);
         return em;
     }
-    wb_lower_dequant(&fn, &f, gpc, scaled, words, recs, out);
+    int gos[4];
+    wb_dequant_natural_groups(&f, gpc, gos);
+    wb_lower_dequant(&fn, &f, gos, scaled, words, recs, out);
     ck_assert(!fn.oom);
     for (int i = 0; i < fn.ninsns; i++) {
         em.insns += fn.insns[i].op != WB_OP_COMMENT;
@@ -245,7 +247,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
     for (int i = 0; i < gpc * 4; i++)
         rrecs[i] = wb_new_reg(&ref, WB_RC_B32);
     if (md->target) {
-        wb_lower_dequant(&ref, &f, gpc, scaled, rwords, rrecs, rout);
+        wb_lower_dequant(&ref, &f, gos, scaled, rwords, rrecs, rout);
         ck_assert(!ref.oom);
     }
     uint32_t *rregs = calloc((size_t)ref.nregs, sizeof *rregs);
@@ -517,7 +519,9 @@ static void check_every_scale(const char *spec)
             words[j][i] = wb_new_reg(&fn[j], WB_RC_B32);
         for (int i = 0; i < gpc * 4; i++)
             recs[j][i] = wb_new_reg(&fn[j], WB_RC_B32);
-        wb_lower_dequant(&fn[j], &f, gpc, 1, words[j], recs[j], out[j]);
+        int gos[4];
+        wb_dequant_natural_groups(&f, gpc, gos);
+        wb_lower_dequant(&fn[j], &f, gos, 1, words[j], recs[j], out[j]);
         ck_assert(!fn[j].oom);
     }
     int cvts = 0;

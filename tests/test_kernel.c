@@ -49,7 +49,9 @@ START_TEST(builder_checks_operand_kinds)
     wb_kloop(k);
     int af = wb_load_frag(k, a);
     ck_assert_int_eq(wb_dequant(k, af, -1), -1);
-    ck_assert_str_eq(k->error, "wb_dequant: codes must be a W fragment");
+    /* activation codes are dequantized only with fp4 activations */
+    ck_assert_str_eq(k->error, "wb_dequant: activation codes are dequantized only with fp4 activations (a=e2m1), "
+                               "scaled by their ASCALE fragment");
     (void)acc;
     wb_kernel_destroy(k);
 
@@ -158,7 +160,8 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_int_eq(ptx_for("a=e4m3,w=int8,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e4m3 with w=int8 is not supported by this build yet (f16 and "
                                                   "bf16 activations, s8 with w=int8, int4 or e2m1, s4 with w=int4, "
-                                                  "and e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, only)"));
+                                                  "e4m3/e5m2 with w=e4m3, e5m2, int4 or e2m1, and e2m1 with any "
+                                                  "16-bit kernel weight, only)"));
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_90a is wgmma e4m3/e5m2 "
                                                   "(mma.sync m16n8k32 e4m3/e5m2 is only emulated there)"));
     ck_assert_int_eq(ptx_for("w4a8-fp8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_OK);
@@ -191,8 +194,9 @@ START_TEST(legalizer_refuses_with_reasons)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "sm_80 has no wgmma"));
     ck_assert_int_eq(ptx_for("int8", WB_ARCH_SM75, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "out=bf16 needs sm_80 or newer"));
-    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM120A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "is mma.sync kind::mxf4nvf4"));
+    ck_assert_int_eq(ptx_for("a=e2m1,w=int8,ws=f32,g=0,as=f32", WB_ARCH_SM120A, (wb_config){0}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0 (MX)"));
     ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM80, (wb_config){.m_tiles = 3}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "m_tiles must be 1, 2, 4 or 8"));
     ck_assert_ptr_null(ptx);
@@ -399,6 +403,63 @@ START_TEST(w4a4_per_architecture)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "its native instruction on sm_80 is mma.sync m16n8k64 s4"));
     ck_assert_int_eq(ptx_for("w4a4-int4,ag=64", WB_ARCH_SM80, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=s4 is supported with f32 scales per token (ag=0)"));
+}
+END_TEST
+
+/* fp4 activations (a=e2m1): the 16-bit mma.sync kernel at every M and on every target that has the
+ * compute type (f16 with e4m3 scales, down to sm_75's m16n8k8; bf16 with e8m0 ones, sm_80 up), the
+ * activation codes dequantized in registers after one ldmatrix per two m-tiles; the tensor scales
+ * read once in the epilogue; refusals name the reason. */
+START_TEST(fp4_acts_per_architecture)
+{
+    static const char *const specs[] = {"nvfp4", "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,out=f16"};
+    for (int a = 0; a < WB_ARCH_COUNT; a++)
+        for (size_t sp = 0; sp < 2; sp++) {
+            int bf = sp == 1;
+            wb_format f = fmt(a == WB_ARCH_SM75 ? "nvfp4,out=f16" : specs[sp]);
+            if (a == WB_ARCH_SM75 && bf) {
+                char *ptx = NULL;
+                ck_assert_int_eq(ptx_for(specs[sp], (wb_arch)a, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+                ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 multiplies in bf16 with e8m0"));
+                continue;
+            }
+            static const int64_t ms[] = {1, 16, 300, 4096};
+            for (size_t j = 0; j < 4; j++) {
+                wb_config c = {0};
+                ck_assert_int_eq(wb_config_choose(&f, (wb_arch)a, ms[j], 4096, 4096, &c), WB_OK);
+                ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+                char *ptx = NULL;
+                ck_assert_msg(wb_kernel_ptx(&f, (wb_arch)a, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s",
+                              wb_last_error());
+                const char *t = bf ? "bf16" : "f16";
+                char mma[96];
+                snprintf(mma, sizeof mma, "mma.sync.aligned.m16n8k%d.row.col.f32.%s.%s.f32", a == WB_ARCH_SM75 ? 8 : 16,
+                         t, t);
+                ck_assert_int_eq(count_of(ptx, mma), 4 * c.m_tiles * (a == WB_ARCH_SM75 ? 2 : 1));
+                ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), count_of(ptx, mma));
+                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), c.m_tiles / 2);
+                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), c.m_tiles % 2);
+                ck_assert_ptr_null(strstr(ptx, "wgmma"));
+                ck_assert_ptr_nonnull(strstr(ptx, "dequant rule (activations): e2m1 -> "));
+                /* where the target has a block-scaled fp4 MMA, the annotation says it is not used yet */
+                ck_assert_int_eq(strstr(ptx, "kind::mxf4nvf4) is not built yet") != NULL,
+                                 a == WB_ARCH_SM100A || a == WB_ARCH_SM103A || a == WB_ARCH_SM120A);
+                /* 4 pairs per word, two words per m-tile: a prmt each, then two multiplies */
+                char fma[32];
+                snprintf(fma, sizeof fma, "fma.rn.%sx2", t);
+                ck_assert_int_ge(count_of(ptx, fma), 16 * c.m_tiles);
+                ck_assert_int_eq(strstr(ptx, "p_aglobal") != NULL, f.ags);
+                free(ptx);
+            }
+        }
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 runs on mma.sync"));
+    ck_assert_int_eq(ptx_for("nvfp4,as=f32", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0"));
+    ck_assert_int_eq(ptx_for("nvfp4,ag=48", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a power of two from 16 up"));
+    ck_assert_int_eq(ptx_for("nvfp4,ag=8", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
 }
 END_TEST
 
@@ -771,6 +832,7 @@ int main(void)
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, w4a4_per_architecture);
+    tcase_add_test(t, fp4_acts_per_architecture);
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

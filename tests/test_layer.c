@@ -215,6 +215,32 @@ START_TEST(test_layer_gemm_q)
     ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL), WB_ERR_INVALID, "use wb_layer_gemm");
     ck_assert_int_eq(fake.launches, 2);
     wb_layer_destroy(l);
+    /* NVFP4 (ags=1): the activation tensor scale's address is the tenth parameter, so the layer takes
+     * wb_layer_gemm_qg; without ags it must be 0 */
+    l = make_layer(g, "nvfp4", 256, 1024);
+    ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0xC000, 0xB000, NULL), WB_ERR_INVALID, "ags=1",
+                    "wb_layer_gemm_qg");
+    ck_assert_error(wb_layer_gemm_qg(l, 16, 0xA000, 0, 0xD000, 0xB000, NULL), WB_ERR_INVALID, "activation scale");
+    ck_assert_int_eq(fake.launches, 2);
+    st = wb_layer_gemm_qg(l, 16, 0xA000, 0xC000, 0xD000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_qg: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, 3);
+    ck_assert_uint_eq(fake.launch_u64[1], 0xA000); /* the e2m1 codes */
+    ck_assert_uint_ne(fake.launch_u64[3], 0);      /* scale records */
+    ck_assert_uint_ne(fake.launch_u64[4], 0);      /* chan: the weight tensor scale */
+    ck_assert_uint_eq(fake.launch_p8, 0xC000);     /* the block scales */
+    ck_assert_uint_eq(fake.launch_p9, 0xD000);     /* the activation tensor scale */
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.mma, WB_MMA_SYNC);
+    wb_layer_destroy(l);
+    l = make_layer(g, "nvfp4,ags=0", 256, 1024);
+    ck_assert_error(wb_layer_gemm_qg(l, 16, 0xA000, 0xC000, 0xD000, 0xB000, NULL), WB_ERR_INVALID, "ags=0");
+    ck_assert_int_eq(fake.launches, 3);
+    st = wb_layer_gemm_q(l, 300, 0xA000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.mma, WB_MMA_SYNC); /* at every M */
+    wb_layer_destroy(l);
     wb_gpu_destroy(g);
 }
 END_TEST

@@ -1,4 +1,5 @@
 /* Weight packing: pack then unpack is the identity; scale and zero records sit where the kernel reads. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -203,6 +204,80 @@ START_TEST(pack_w4a4_fragments_and_acts)
 }
 END_TEST
 
+/* fp4 activations: lane tig's activation words hold k 32 j + 8 tig + i (code i of word j, as ldmatrix
+ * reads the 4-bit rows), and k16 step s of m16n8k16 takes, in B register b0 (kk = 2 tig + e) or b1
+ * (kk = 8 + 2 tig + e), the pair (code 2p, code 2p + 1) of byte p = 2 (s % 2) + (b1) of word s / 2.
+ * So the weights must meet that k order: packed with a=e2m1 they are the same words as the weights
+ * whose column 16 s + kk holds the code of that activation k, packed in natural order (a=f16), and the
+ * scale records stay in natural order (the kernel picks each lane's group). Unpacking inverts it. */
+START_TEST(pack_fp4_acts_k_order)
+{
+    uint64_t st = wbt_seed();
+    static const char *const specs[][2] = {{"a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", "a=f16,w=e2m1,ws=e4m3,g=16"},
+                                           {"a=e2m1,ag=32,as=e8m0,w=int4,ws=e8m0,g=32", "a=bf16,w=int4,ws=e8m0,g=32"},
+                                           {"a=e2m1,as=e4m3,w=uint3,ws=f16,g=128,zp=int", "a=f16,w=uint3,ws=f16,g=128,zp=int"}};
+    int64_t n = 32, k = 256;
+    for (size_t c = 0; c < 3; c++) {
+        wb_format f, nat;
+        ck_assert_int_eq(wb_format_parse(specs[c][0], &f), WB_OK);
+        ck_assert_int_eq(wb_format_parse(specs[c][1], &nat), WB_OK);
+        int64_t groups = k / f.g;
+        uint8_t *w = malloc((size_t)(n * k)), *wn = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k));
+        uint8_t *s = malloc((size_t)(n * groups) * 2), *z = malloc((size_t)(n * groups));
+        for (int64_t i = 0; i < n * k; i++)
+            w[i] = (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1));
+        for (int64_t i = 0; i < n * groups; i++) {
+            z[i] = (uint8_t)(wbt_next(&st) & ((1u << f.w.bits) - 1));
+            /* 1-byte scales (e4m3 0x30..0x3F, e8m0 120..135), or f16 ones */
+            if (wb_type_file_bytes(f.ws) == 1)
+                s[i] = (uint8_t)(f.ws.kind == WB_KIND_E8M0 ? 120 + wbt_next(&st) % 16 : 0x30 + wbt_next(&st) % 16);
+            else
+                ((uint16_t *)s)[i] = wb_f16_from_double(0.25 + (double)(wbt_next(&st) % 64) / 64.0);
+        }
+        for (int64_t row = 0; row < n; row++)
+            for (int64_t col = 0; col < k; col++) {
+                int kk = (int)(col % 64), j = kk / 32, tig = kk % 32 / 8, i = kk % 8;
+                int step = 2 * j + i / 4, b1 = (i / 2) % 2, e = i % 2;
+                wn[row * k + col - kk + 16 * step + 8 * b1 + 2 * tig + e] = w[row * k + col];
+            }
+        wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
+        wb_host_weights hn = {.w = wn, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
+        wb_packed p, q;
+        ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", specs[c][0], wb_last_error());
+        ck_assert_msg(wb_pack_weights(&nat, n, k, &hn, &q) == WB_OK, "%s: %s", specs[c][1], wb_last_error());
+        ck_assert_uint_eq(p.w_bytes, q.w_bytes);
+        ck_assert_mem_eq(p.w, q.w, p.w_bytes);
+        ck_assert_uint_eq(p.scale_bytes, q.scale_bytes);
+        ck_assert_mem_eq(p.scale, q.scale, p.scale_bytes);
+        ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+        ck_assert_mem_eq(w, back, (size_t)(n * k));
+        wb_packed_free(&p);
+        wb_packed_free(&q);
+        free(w), free(wn), free(back), free(s), free(z);
+    }
+    /* the tensor scale stays out of the records: it follows the biases in chan, as f32 */
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("nvfp4,bias=1", &f), WB_OK);
+    uint8_t w[16 * 64] = {0}, sc[16 * 4];
+    uint16_t bias[16];
+    float g = 0.375f;
+    for (int i = 0; i < 16 * 4; i++)
+        sc[i] = 0x38; /* 1.0 */
+    for (int i = 0; i < 16; i++)
+        bias[i] = wb_bf16_from_double(i);
+    wb_host_weights hw = {.w = w, .w_scale = sc, .w_global = &g, .bias = bias};
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_OK);
+    ck_assert_uint_eq(p.chan_bytes, 17 * 4);
+    ck_assert(((float *)p.chan)[15] == 15.0f && ((float *)p.chan)[16] == 0.375f);
+    ck_assert_uint_eq(((uint16_t *)p.scale)[0], wb_f16_from_double(1.0)); /* the e4m3 scale alone, in f16 */
+    wb_packed_free(&p);
+    g = INFINITY;
+    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "tensor scale"));
+}
+END_TEST
+
 START_TEST(pack_rejects_bad_codes_and_args)
 {
     wb_format f;
@@ -258,6 +333,7 @@ int main(void)
     tcase_add_test(t, scale_and_zero_records);
     tcase_add_test(t, pack_w8a8_fragments);
     tcase_add_test(t, pack_w4a4_fragments_and_acts);
+    tcase_add_test(t, pack_fp4_acts_k_order);
     tcase_add_test(t, pack_rejects_bad_codes_and_args);
     suite_add_tcase(s, t);
     return wbt_run(s);

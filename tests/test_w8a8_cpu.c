@@ -1,5 +1,5 @@
 /* The W8A8 kernels (a=s8, w=int8 or int4 on the integer mma.sync or wgmma; e4m3/e5m2 on the fp8 ones)
- * run on the CPU: their instruction IR, as
+ * and the fp4-activation kernels (a=e2m1: NVFP4, MX; below) run on the CPU: their instruction IR, as
  * wb_lower_gemm emits it, is executed by a small SIMT interpreter (every thread of every block, warps
  * meeting at ldmatrix and mma, blocks at bar.sync) on weights from wb_pack_weights and activations
  * from wb_reference_quantize_acts. Every output must have the bits of the exact s32 sum taken to f32,
@@ -7,7 +7,10 @@
  * rounding of the output type of the float64 reference. ldmatrix and the s8 MMAs are modelled from
  * the PTX fragment layouts (m16n8k32: A rows gid / gid + 8, k 4 tig..; B k 4 tig.. of column gid;
  * C rows gid / gid + 8, columns 2 tig, 2 tig + 1; m8n8k16 the top half of that at k16). cp.async
- * completes at once, so this checks data movement and arithmetic, not the pipeline's timing.
+ * completes at once, so this checks data movement and arithmetic, not the pipeline's timing. Every
+ * global access must be naturally aligned and lie inside one of the case's buffers (stores inside the
+ * output), every shared one inside the block's shared memory, each ldmatrix row address 16-byte aligned;
+ * an op or a type form the interpreter does not model aborts the case.
  *
  * wgmma (sm_90a: s8 above M = 64, fp8 at every M) is modelled per warp: its 16 rows of m64nNk32 from
  * the warp's A registers and the B tile that the descriptor addresses (128B swizzle decoded from the
@@ -20,7 +23,26 @@
  * So the interpreter models each MMA as its exact sum of products added to c with one f32 rounding, and
  * the outputs are compared not bitwise but against the float64 reference within a tight bound: one
  * rounding of the output type plus 2^-20 of the sum of |products| (the f32 rounding of every k32 step,
- * the split-K adds and the two scale products, with margin for a hardware that truncates). */
+ * the split-K adds and the two scale products, with margin for a hardware that truncates).
+ *
+ * fp4 activations (a=e2m1, run_case_fp4): the 16-bit kernel, mma.sync m16n8k16 .f32.T.T.f32 (m16n8k8 on
+ * sm_75) with T f16, or bf16 when a scale is e8m0 (wb_format_compute), both operands dequantized in
+ * registers. The weights go through the dequant rules (bit moves; on sm_100a / sm_120a the hardware
+ * cvt.rn.f16x2.e2m1x2, modelled from the reference codec); the activation codes (4-bit rows by
+ * ldmatrix, as W4A4's) through lower_act4.c: prmt, shifts and lop3 place each code's bits, then two
+ * fma.rn.f16x2 / bf16x2 (modelled as tests/test_dequant.c does: each half a * b + c rounded once to
+ * nearest even, subnormals kept) by the exponent fix and by the block scale, whose 8-bit code (e4m3 or
+ * e8m0, read from p_ascale by a u8, u16 or u32 load) max, mul.lo and shifts turn into a T pair; the
+ * tensor scales (p_aglobal, and the weights' at the end of the channel array) multiply the f32 sums in
+ * the epilogue. The f16/bf16 MMA is modelled from the PTX fragments (A: a0 = row gid, k 2 tig and
+ * 2 tig + 1, low half first, a1 row gid + 8, a2 / a3 those at k + 8; B: b0 = k 2 tig, 2 tig + 1 of
+ * column gid, b1 at k + 8; C as above; m16n8k8: a0, a1, b0) like the fp8 one: c plus the exact sum of
+ * its products, rounded once to f32, so the outputs are checked against the float64 reference within
+ * the same bound. The data keep every dequantized value exact in T (scales of 4 significant bits, as
+ * the kernel's exactness argument assumes), so that bound covers only the f32 sums and the scale
+ * products. Mutating the activation dequant (prmt selector, shifts, masks, exponent constants, the
+ * scale bytes and their groups, a token's row) or the fp4 k order of the weight packing makes these
+ * cases fail. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,19 +66,32 @@ typedef struct thread {
     uint64_t *r;
 } thread;
 
+enum { NPARAMS = 10, MAX_BUFS = 8 };
+
+/* A host buffer the kernel may address through a parameter: every global access must lie inside one
+ * (and a store inside a writable one), so a read past an array fails here, not only under ASan. */
+typedef struct gbuf {
+    uintptr_t lo, hi;
+    int writable;
+    const char *name;
+} gbuf;
+
 typedef struct emu {
     const wb_func *f;
     const char *const *labels; /* per insn: its label text (LABEL insns), else NULL */
     uint8_t *smem;
     int smem_bytes;
-    uint64_t params[9]; /* p_out, p_a, p_w, p_scale, p_chan, p_m, p_n, p_k, p_ascale */
+    /* p_out, p_a, p_w, p_scale, p_chan, p_m, p_n, p_k, p_ascale, p_aglobal (fp4 activations, ags=1) */
+    uint64_t params[NPARAMS];
+    gbuf bufs[MAX_BUFS];
+    int nbufs;
     unsigned ctaid[2];
     thread *t;
     int nthreads;
 } emu;
 
-static const char *const param_names[9] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
-                                           "p_ascale"};
+static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
+                                                 "p_ascale", "p_aglobal"};
 
 static uint64_t val(const thread *th, const wb_opnd *o)
 {
@@ -82,7 +117,24 @@ static uint8_t *shared_at(emu *e, uint64_t addr, int bytes)
 {
     CHECK(addr + (uint64_t)bytes <= (uint64_t)e->smem_bytes, "shared access at %llu (+%d) past %d bytes",
           (unsigned long long)addr, bytes, e->smem_bytes);
+    CHECK(addr % (uint64_t)bytes == 0, "shared access of %d bytes at %llu is misaligned", bytes,
+          (unsigned long long)addr);
     return e->smem + addr;
+}
+
+/* A global access of `bytes` at addr: naturally aligned, inside one of the case's buffers. */
+static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
+{
+    CHECK(addr % (uint64_t)bytes == 0, "global access of %d bytes at %#llx is misaligned", bytes,
+          (unsigned long long)addr);
+    for (int i = 0; i < e->nbufs; i++)
+        if (addr >= e->bufs[i].lo && addr + (uint64_t)bytes <= e->bufs[i].hi) {
+            CHECK(!store || e->bufs[i].writable, "global store into the read-only %s", e->bufs[i].name);
+            return (uint8_t *)(uintptr_t)addr;
+        }
+    ck_abort_msg("global %s of %d bytes at %#llx lies outside every buffer", store ? "store" : "load", bytes,
+                 (unsigned long long)addr);
+    return NULL;
 }
 
 static int jump(const emu *e, const char *label)
@@ -98,7 +150,7 @@ static int is_collective(wb_op op)
 {
     return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
-           op == WB_OP_WGMMA_F8;
+           op == WB_OP_WGMMA_F8 || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -108,10 +160,48 @@ static int compare(wb_op op, uint64_t a, uint64_t b)
     return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? x != y : x == y;
 }
 
+static double half_to_double(int bf, uint32_t h)
+{
+    return bf ? wb_bf16_to_double((uint16_t)h) : wb_f16_to_double((uint16_t)h);
+}
+
+static uint32_t double_to_half(int bf, double v) { return bf ? wb_bf16_from_double(v) : wb_f16_from_double(v); }
+
+/* fma.rn.f16x2 / bf16x2 (as tests/test_dequant.c): on each 16-bit half, a * b (exact in double) + c,
+ * rounded once to nearest even, subnormals kept. (Every fma of these kernels adds -0 or a value near
+ * a * b, so the double sum is exact too.) */
+static uint32_t fma_x2(int bf, uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t r = 0;
+    for (int h = 0; h < 2; h++) {
+        int s = 16 * h;
+        double v = half_to_double(bf, a >> s & 0xFFFF) * half_to_double(bf, b >> s & 0xFFFF) +
+                   half_to_double(bf, c >> s & 0xFFFF);
+        r |= double_to_half(bf, v) << s;
+    }
+    return r;
+}
+
+/* cvt.rn.f16x2.e2m1x2 d, b (as tests/test_dequant.c): the low nibble of the .b8 b to the low half of d,
+ * the high nibble to the high half, each exactly (every e2m1 value is an f16). */
+static uint64_t cvt_e2m1x2(uint64_t b)
+{
+    CHECK(b < 256, "a .b8 register holds %#llx", (unsigned long long)b);
+    static wb_type e2m1;
+    if (!e2m1.bits)
+        CHECK(wb_type_parse("e2m1", &e2m1) == WB_OK, "e2m1 is a type");
+    return wb_f16_from_double(wb_type_decode(e2m1, (uint32_t)b & 15)) |
+           (uint32_t)wb_f16_from_double(wb_type_decode(e2m1, (uint32_t)b >> 4)) << 16;
+}
+
 static uint64_t cvt(const char *ty, uint64_t v)
 {
     if (strcmp(ty, "u64.u32") == 0)
         return (uint32_t)v;
+    if (strcmp(ty, "f32.f16") == 0) /* exact */
+        return from_f32((float)wb_f16_to_double((uint16_t)v));
+    if (strcmp(ty, "rn.f16x2.e2m1x2") == 0)
+        return cvt_e2m1x2(v);
     if (strcmp(ty, "rn.f32.s32") == 0)
         return from_f32((float)(int32_t)(uint32_t)v);
     if (strcmp(ty, "rn.bf16.f32") == 0)
@@ -122,11 +212,18 @@ static uint64_t cvt(const char *ty, uint64_t v)
     return 0;
 }
 
-/* One integer op of the type's width: 32-bit types wrap at 2^32. */
+/* One integer op of the type's width: 32-bit types wrap at 2^32; shift amounts above the width are
+ * clamped to it (PTX); shr is logical (no shr.s* is emitted: checked). */
 static uint64_t alu(wb_op op, const char *ty, uint64_t a, uint64_t b, uint64_t c)
 {
     int wide = ty && strstr(ty, "64");
-    uint64_t mask = wide ? ~0ull : 0xffffffffull, r;
+    uint64_t mask = wide ? ~0ull : 0xffffffffull, r, width = wide ? 64 : 32;
+    if (op == WB_OP_SHL || op == WB_OP_SHR) {
+        CHECK(ty && ty[0] != 's', "%s.%s is not modelled", op == WB_OP_SHL ? "shl" : "shr", ty ? ty : "?");
+        b = (b & mask) < width ? b & mask : width;
+        if (b == 64)
+            return 0;
+    }
     switch (op) {
     case WB_OP_ADD: r = a + b; break;
     case WB_OP_SUB: r = a - b; break;
@@ -140,15 +237,27 @@ static uint64_t alu(wb_op op, const char *ty, uint64_t a, uint64_t b, uint64_t c
     case WB_OP_AND: r = a & b; break;
     case WB_OP_OR: r = a | b; break;
     case WB_OP_XOR: r = a ^ b; break;
+    case WB_OP_MAX:
+        CHECK(ty && !strcmp(ty, "u32"), "max.%s is not modelled", ty ? ty : "?");
+        r = (uint32_t)a > (uint32_t)b ? a : b;
+        break;
     default: ck_abort_msg("op %d is not modelled", (int)op); return 0;
     }
     return r & mask;
 }
 
+/* The width of a scalar load or store type (u8/s8/b8: 1, u16/b16/f16...: 2, else 4; 64-bit ones are
+ * not emitted for data). Loads zero-extend. */
+static int access_bytes(const char *ty)
+{
+    CHECK(ty && !strstr(ty, "64"), "a 64-bit load or store (%s) is not modelled", ty ? ty : "?");
+    return ty[1] == '8' ? 1 : strstr(ty, "16") ? 2 : 4;
+}
+
 static void load(emu *e, const char *ty, uint64_t *dst, uint64_t addr, int shared)
 {
-    int bytes = strstr(ty, "16") ? 2 : 4;
-    const uint8_t *p = shared ? shared_at(e, addr, bytes) : (const uint8_t *)(uintptr_t)addr;
+    int bytes = access_bytes(ty);
+    const uint8_t *p = shared ? shared_at(e, addr, bytes) : global_at(e, addr, bytes, 0);
     uint32_t v = 0;
     memcpy(&v, p, (size_t)bytes);
     *dst = v;
@@ -156,8 +265,8 @@ static void load(emu *e, const char *ty, uint64_t *dst, uint64_t addr, int share
 
 static void store(emu *e, const char *ty, uint64_t addr, uint64_t v, int shared)
 {
-    int bytes = strstr(ty, "16") ? 2 : 4;
-    uint8_t *p = shared ? shared_at(e, addr, bytes) : (uint8_t *)(uintptr_t)addr;
+    int bytes = access_bytes(ty);
+    uint8_t *p = shared ? shared_at(e, addr, bytes) : global_at(e, addr, bytes, 1);
     uint32_t x = (uint32_t)v;
     memcpy(p, &x, (size_t)bytes);
 }
@@ -206,7 +315,7 @@ static void run_thread(emu *e, int i)
         switch (in->op) {
         case WB_OP_MOV: *d = val(th, &o[1]); break;
         case WB_OP_ADD: case WB_OP_SUB: case WB_OP_MUL_LO: case WB_OP_MUL_WIDE: case WB_OP_DIV: case WB_OP_REM:
-        case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR:
+        case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR: case WB_OP_MAX:
             *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
             break;
         case WB_OP_AND:
@@ -220,18 +329,35 @@ static void run_thread(emu *e, int i)
             *d = (uint64_t)compare(in->op, val(th, &o[1]), val(th, &o[2]));
             break;
         case WB_OP_SELP: *d = th->r[o[3].v] ? val(th, &o[1]) : val(th, &o[2]); break;
-        case WB_OP_CVT: *d = cvt(in->type, val(th, &o[1])); break;
+        case WB_OP_CVT:
+            CHECK(strcmp(in->type, "rn.f16x2.e2m1x2") || (o[1].kind == WB_O_REG && e->f->reg_class[o[1].v] == WB_RC_B8),
+                  "the e2m1x2 source must be a .b8 register");
+            *d = cvt(in->type, val(th, &o[1]));
+            break;
+        case WB_OP_UNPACK_B8X4: { /* mov.b32 {d0, d1, d2, d3}, s: byte j of s to dj */
+            uint64_t src = val(th, &o[4]);
+            for (int j = 0; j < 4; j++) {
+                CHECK(o[j].kind == WB_O_REG && e->f->reg_class[o[j].v] == WB_RC_B8, "unpacking into a .b8 register");
+                th->r[o[j].v] = src >> (8 * j) & 0xFF;
+            }
+            break;
+        }
         case WB_OP_MUL_F32: *d = from_f32(as_f32(val(th, &o[1])) * as_f32(val(th, &o[2]))); break;
         case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
         case WB_OP_FMA_X2:
+            if (strcmp(in->type, "f16x2") == 0 || strcmp(in->type, "bf16x2") == 0) {
+                *d = fma_x2(in->type[0] == 'b', (uint32_t)val(th, &o[1]), (uint32_t)val(th, &o[2]),
+                            (uint32_t)val(th, &o[3]));
+                break;
+            }
             CHECK(strcmp(in->type, "f32") == 0, "fma.rn.%s is not modelled", in->type);
             *d = from_f32(fmaf(as_f32(val(th, &o[1])), as_f32(val(th, &o[2])), as_f32(val(th, &o[3]))));
             break;
         case WB_OP_LD_PARAM: {
             int p = 0;
-            while (p < 9 && strcmp(param_names[p], o[1].text) != 0)
+            while (p < NPARAMS && strcmp(param_names[p], o[1].text) != 0)
                 p++;
-            CHECK(p < 9, "no parameter %s", o[1].text);
+            CHECK(p < NPARAMS, "no parameter %s", o[1].text);
             *d = e->params[p];
             break;
         }
@@ -249,16 +375,21 @@ static void run_thread(emu *e, int i)
         case WB_OP_ST_SHARED: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1); break;
         case WB_OP_LD_GLOBAL_V4: case WB_OP_LD_SHARED_V4: case WB_OP_LD_SHARED_V2: {
             int n = in->op == WB_OP_LD_SHARED_V2 ? 2 : 4;
+            if (in->op == WB_OP_LD_GLOBAL_V4) /* the whole vector: aligned, inside a buffer */
+                global_at(e, val(th, &o[n]), 16, 0);
+            else
+                shared_at(e, val(th, &o[n]), 4 * n);
             for (int j = 0; j < n; j++)
                 load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, in->op != WB_OP_LD_GLOBAL_V4);
             break;
         }
         case WB_OP_ST_SHARED_V4:
+            shared_at(e, val(th, &o[0]), 16);
             for (int j = 0; j < 4; j++)
                 store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 1);
             break;
         case WB_OP_CP_ASYNC:
-            memcpy(shared_at(e, val(th, &o[0]), 16), (const void *)(uintptr_t)val(th, &o[1]), 16);
+            memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
             break;
         case WB_OP_BAR_SYNC: th->state = AT_BAR; return;
         case WB_OP_BRA: next = jump(e, o[0].text); break;
@@ -314,6 +445,47 @@ static void run_mma_fp8(const wb_insn *in, uint64_t *r[32])
             double s = 0; /* products of two fp8 values are exact in double; so is a sum of 32 of them
                            * unless it spans more than 53 bits, far below the f32 rounding that follows */
             for (int k = 0; k < 32; k++)
+                s += a[m][k] * b[k][n];
+            c[m][n] = (double)(float)(c[m][n] + s);
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++)
+            r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
+}
+
+/* mma.sync m16n8k16 / m16n8k8 .row.col.f32.T.T.f32 (T = f16 or bf16) over lanes r[0..31], the PTX ISA
+ * fragments: A (16 x 16) a0 = {A[gid][2 tig], A[gid][2 tig + 1]} (low half first), a1 the same at row
+ * gid + 8, a2 and a3 those at column + 8; B (16 x 8) b0 = {B[2 tig][gid], B[2 tig + 1][gid]}, b1 at
+ * row + 8; C/D as m16n8k32's. m16n8k8: a0, a1 and b0 alone (k 0..7). Each output is c plus the exact
+ * sum of its 16 (8) products, rounded once to f32 (head comment). */
+static void run_mma_f16(const wb_insn *in, uint64_t *r[32])
+{
+    const wb_opnd *o = in->o;
+    CHECK(in->type && (!strcmp(in->type, "f16") || !strcmp(in->type, "bf16")), "mma .%s is not modelled",
+          in->type ? in->type : "?");
+    int bf = in->type[0] == 'b', k16 = in->op == WB_OP_MMA_K16, na = k16 ? 4 : 2, nb = k16 ? 2 : 1;
+    int kk = k16 ? 16 : 8, c0 = 4 + na + nb;
+    double a[16][16], b[16][8], c[16][8];
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int reg = 0; reg < na; reg++) {
+            uint32_t v = (uint32_t)r[l][o[4 + reg].v];
+            int row = gid + 8 * (reg & 1), col = 8 * (reg >> 1) + 2 * tig;
+            a[row][col] = half_to_double(bf, v & 0xFFFF);
+            a[row][col + 1] = half_to_double(bf, v >> 16);
+        }
+        for (int reg = 0; reg < nb; reg++) {
+            uint32_t v = (uint32_t)r[l][o[4 + na + reg].v];
+            b[8 * reg + 2 * tig][gid] = half_to_double(bf, v & 0xFFFF);
+            b[8 * reg + 2 * tig + 1][gid] = half_to_double(bf, v >> 16);
+        }
+        for (int i = 0; i < 4; i++)
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (double)as_f32(r[l][o[c0 + i].v]);
+    }
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 8; n++) {
+            double s = 0; /* the products of 16-bit values are exact in double, and so is their sum here */
+            for (int k = 0; k < kk; k++)
                 s += a[m][k] * b[k][n];
             c[m][n] = (double)(float)(c[m][n] + s);
         }
@@ -430,6 +602,8 @@ static void run_collective(emu *e, int base)
     if (in->op == WB_OP_LDMATRIX_X4 || in->op == WB_OP_LDMATRIX_X2) { /* matrix j row q: lane 8j + q's address */
         int nm = in->op == WB_OP_LDMATRIX_X4 ? 4 : 2;
         uint32_t out[32][4];
+        for (int l = 0; l < 8 * nm; l++)
+            shared_at(e, r[l][o[nm].v], 16); /* each row address: 16 bytes, aligned */
         for (int l = 0; l < 32; l++)
             for (int j = 0; j < nm; j++)
                 memcpy(&out[l][j], shared_at(e, r[8 * j + l / 4][o[nm].v] + 4 * (uint64_t)(l % 4), 4), 4);
@@ -444,6 +618,10 @@ static void run_collective(emu *e, int base)
     }
     if (in->op == WB_OP_MMA_FP8) {
         run_mma_fp8(in, r);
+        return;
+    }
+    if (in->op == WB_OP_MMA_K16 || in->op == WB_OP_MMA_K8) {
+        run_mma_f16(in, r);
         return;
     }
     if (in->op == WB_OP_WGMMA_S8 || in->op == WB_OP_WGMMA_F8) {
@@ -549,22 +727,75 @@ static void check_bounded_output(const wb_format *f, const char *spec, wb_arch a
           wb_arch_name(arch), conf, (long long)row, (long long)col, o, ref, tol);
 }
 
+/* A kernel built for (spec, arch, config at M): its format, config and instruction IR. */
+typedef struct built {
+    wb_format f;
+    wb_config cfg;
+    wb_kernel *kern;
+    wb_func fn;
+} built;
+
+static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced, built *b)
+{
+    ck_assert_int_eq(wb_format_parse(spec, &b->f), WB_OK);
+    b->cfg = forced;
+    ck_assert_int_eq(wb_config_choose(&b->f, arch, m, n, k, &b->cfg), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&b->f, &b->cfg, m, n, k), WB_OK);
+    const wb_target *t = wb_target_get(arch);
+    ck_assert_int_eq(wb_legalize(&b->f, t, &b->cfg), WB_OK);
+    b->kern = wb_build_gemm(&b->f, &b->cfg);
+    ck_assert_int_eq(wb_kernel_validate(b->kern), WB_OK);
+    wb_func_init(&b->fn, b->kern->arena);
+    b->fn.target = t;
+    ck_assert_int_eq(wb_lower_gemm(b->kern, t, 0, &b->fn), WB_OK);
+}
+
+/* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. */
+static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
+                     int nbufs)
+{
+    const wb_func *fn = &b->fn;
+    wb_launch_dims dims;
+    ck_assert_int_eq(wb_kernel_dims(&b->f, &b->cfg, m, n, k, &dims), WB_OK);
+    emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs};
+    ck_assert(nbufs <= MAX_BUFS);
+    memcpy(e.bufs, bufs, (size_t)nbufs * sizeof *bufs);
+    memcpy(e.params, params, sizeof e.params);
+    const char **labels = calloc((size_t)fn->ninsns, sizeof *labels);
+    e.smem = malloc((size_t)e.smem_bytes);
+    e.t = calloc((size_t)e.nthreads, sizeof *e.t);
+    ck_assert(labels && e.smem && e.t);
+    for (int i = 0; i < fn->ninsns; i++)
+        labels[i] = fn->insns[i].op == WB_OP_LABEL ? fn->insns[i].o[0].text : NULL;
+    e.labels = labels;
+    for (int i = 0; i < e.nthreads; i++) {
+        e.t[i].r = malloc((size_t)fn->nregs * sizeof *e.t[i].r);
+        ck_assert_ptr_nonnull(e.t[i].r);
+    }
+    for (unsigned by = 0; by < dims.grid[1]; by++)
+        for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
+            e.ctaid[0] = bx, e.ctaid[1] = by;
+            run_block(&e);
+        }
+    for (int i = 0; i < e.nthreads; i++)
+        free(e.t[i].r);
+    free(e.t);
+    free(e.smem);
+    free(labels);
+}
+
+static gbuf buf_of(const void *p, size_t bytes, int writable, const char *name)
+{
+    return (gbuf){(uintptr_t)p, (uintptr_t)p + bytes, writable, name};
+}
+
 /* Build the kernel of (spec, arch, config at M) and run its whole grid on random quantized data. */
 static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced)
 {
-    wb_format f;
-    ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
-    wb_config cfg = forced;
-    ck_assert_int_eq(wb_config_choose(&f, arch, m, n, k, &cfg), WB_OK);
-    ck_assert_int_eq(wb_kernel_check_shape(&f, &cfg, m, n, k), WB_OK);
-    const wb_target *t = wb_target_get(arch);
-    ck_assert_int_eq(wb_legalize(&f, t, &cfg), WB_OK);
-    wb_kernel *kern = wb_build_gemm(&f, &cfg);
-    ck_assert_int_eq(wb_kernel_validate(kern), WB_OK);
-    wb_func fn;
-    wb_func_init(&fn, kern->arena);
-    fn.target = t;
-    ck_assert_int_eq(wb_lower_gemm(kern, t, 0, &fn), WB_OK);
+    built b;
+    build_case(spec, arch, m, n, k, forced, &b);
+    const wb_format f = b.f;
+    const wb_config cfg = b.cfg;
 
     /* data: s8 weight codes, f32 channel scales, a bias; f32 activations quantized per token */
     uint64_t st = wbt_seed() ^ (uint64_t)(m * 131 + arch);
@@ -594,32 +825,18 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
     memset(out, 0xFF, (size_t)(m * n) * 2); /* NaN bits: an unwritten output fails */
 
-    wb_launch_dims dims;
-    ck_assert_int_eq(wb_kernel_dims(&f, &cfg, m, n, k, &dims), WB_OK);
-    emu e = {.f = &fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0]};
-    const char **labels = calloc((size_t)fn.ninsns, sizeof *labels);
-    e.smem = malloc((size_t)e.smem_bytes);
-    e.t = calloc((size_t)e.nthreads, sizeof *e.t);
-    ck_assert(labels && e.smem && e.t);
-    for (int i = 0; i < fn.ninsns; i++)
-        labels[i] = fn.insns[i].op == WB_OP_LABEL ? fn.insns[i].o[0].text : NULL;
-    e.labels = labels;
-    for (int i = 0; i < e.nthreads; i++) {
-        e.t[i].r = malloc((size_t)fn.nregs * sizeof *e.t[i].r);
-        ck_assert_ptr_nonnull(e.t[i].r);
-    }
     /* the kernels' activation layout: 8-bit codes as they are, s4 two to a byte (wb_pack_acts) */
-    uint8_t *apacked = malloc((size_t)wb_acts_bytes(&f, m, k));
+    size_t abytes = (size_t)wb_acts_bytes(&f, m, k);
+    uint8_t *apacked = malloc(abytes);
     ck_assert_ptr_nonnull(apacked);
     ck_assert_int_eq(wb_pack_acts(&f, m, k, acodes, apacked), WB_OK);
-    uint64_t params[9] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale, (uintptr_t)p.chan,
-                          (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)as};
-    memcpy(e.params, params, sizeof params);
-    for (unsigned by = 0; by < dims.grid[1]; by++)
-        for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
-            e.ctaid[0] = bx, e.ctaid[1] = by;
-            run_block(&e);
-        }
+    uint64_t params[NPARAMS] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale,
+                                (uintptr_t)p.chan, (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)as, 0};
+    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, 1, "output"), buf_of(apacked, abytes, 0, "activations"),
+                   buf_of(p.w, p.w_bytes, 0, "weights"), buf_of(p.scale, p.scale_bytes, 0, "group scales"),
+                   buf_of(p.chan, p.chan_bytes, 0, "channel array"),
+                   buf_of(as, (size_t)(m * agroups) * 4, 0, "token scales")};
+    run_grid(&b, m, n, k, params, bufs, (int)(sizeof bufs / sizeof bufs[0]));
     char conf[128];
     wb_config_print(&cfg, conf, sizeof conf);
     int exact = !fp8 && !f.g && !f.ag;
@@ -642,15 +859,134 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
         CHECK(fabs(o - ref[i]) <= tol, "%s %s [%s] m=%lld: out[%lld][%lld] = %g, reference %g", spec,
               wb_arch_name(arch), conf, (long long)m, (long long)(i / n), (long long)(i % n), o, ref[i]);
     }
-    for (int i = 0; i < e.nthreads; i++)
-        free(e.t[i].r);
-    free(e.t);
-    free(e.smem);
-    free(labels);
     wb_packed_free(&p);
     free(apacked);
     free(w), free(acodes), free(ws), free(as), free(x), free(bias), free(out), free(ref);
-    wb_kernel_destroy(kern);
+    wb_kernel_destroy(b.kern);
+}
+
+/* A random scale code of type t (ws, in its interchange storage) whose value keeps every dequantized
+ * weight exact in the compute type: e8m0 2^-7 .. 2^7; any other type +-(1 + j/8) x 2^(-4..3) (a 4-bit
+ * significand, like e4m3's: times an int4 or e2m1 code it fits f16 and bf16). */
+static uint32_t random_scale(wb_type t, uint64_t *st)
+{
+    if (t.kind == WB_KIND_E8M0)
+        return 120 + (uint32_t)(wbt_next(st) % 15);
+    uint64_t r = wbt_next(st);
+    double v = ldexp(1.0 + (double)(r % 8) / 8.0, (int)(r / 8 % 8) - 4) * (r / 64 % 2 ? -1.0 : 1.0);
+    uint32_t code = wb_type_encode(t, v);
+    CHECK(wb_type_decode(t, code) == v, "scale %g is not exact in its type", v);
+    return code;
+}
+
+/* Value i of an array of type t in its interchange storage (little endian, 1, 2 or 4 bytes). */
+static double stored_value(wb_type t, const uint8_t *base, int64_t i)
+{
+    int bytes = wb_type_file_bytes(t);
+    uint32_t code = 0;
+    for (int j = 0; j < bytes; j++)
+        code |= (uint32_t)base[i * bytes + j] << (8 * j);
+    return wb_type_decode(t, code);
+}
+
+/* fp4 activations (a=e2m1): the 16-bit kernel, both operands dequantized in registers. Data: random
+ * weight codes (every code of the type), random scales (random_scale), a weight tensor scale (wgs=1),
+ * a bias; f32 activations whose magnitude changes every 16 along K (2^-6 .. 2^3, a sixteenth of the
+ * blocks zero: small, subnormal and zero block scales), quantized by wb_reference_quantize_acts, then a
+ * quarter of the e4m3 activation scales negated (a caller's scales may have either sign). Each
+ * output against the float64 reference within one rounding of the output type plus 2^-20 of the sum of
+ * |products| (head comment); finite, written (outputs start as NaN bits), and no access outside the
+ * case's buffers. */
+static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced)
+{
+    built b;
+    build_case(spec, arch, m, n, k, forced, &b);
+    const wb_format *f = &b.f;
+    ck_assert(wb_format_fp4_acts(f));
+    ck_assert_int_eq(wb_type_file_bytes(f->as), 1);
+    uint64_t seed = wbt_seed(), st = seed ^ (uint64_t)(m * 131 + arch) ^ (uint64_t)k << 20;
+    int64_t groups = f->g ? k / f->g : 1, wrows = f->g ? n / f->gn : n, agroups = f->ag ? k / f->ag : 1;
+    int sb = wb_type_file_bytes(f->ws), ob = f->out.kind == WB_KIND_BF16;
+    uint8_t *w = malloc((size_t)(n * k)), *acodes = malloc((size_t)(m * k)), *ascale = malloc((size_t)(m * agroups));
+    uint8_t *wscale = malloc((size_t)(wrows * groups * sb));
+    float *x = malloc((size_t)(m * k) * 4), *aglobal = malloc(4), wglobal;
+    uint16_t *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
+    double *ref = malloc((size_t)(m * n) * sizeof *ref), *av = malloc((size_t)(m * k) * sizeof *av);
+    double *wv = malloc((size_t)k * sizeof *wv);
+    ck_assert(w && acodes && ascale && wscale && x && aglobal && bias && out && ref && av && wv);
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = (uint8_t)(wbt_next(&st) & ((1u << f->w.bits) - 1)); /* e2m1, int4: every code is finite */
+    for (int64_t i = 0; i < wrows * groups; i++) {
+        uint32_t c = random_scale(f->ws, &st);
+        for (int j = 0; j < sb; j++)
+            wscale[i * sb + j] = (uint8_t)(c >> (8 * j));
+    }
+    wglobal = (float)((double)(wbt_next(&st) % 1000 + 500) / 1024.0);
+    for (int64_t i = 0; i < n; i++)
+        bias[i] = (uint16_t)double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
+    for (int64_t i = 0; i < m * k; i += 16) {
+        uint64_t r = wbt_next(&st);
+        double mag = r % 16 == 0 ? 0 : ldexp(1.0, (int)(r / 16 % 10) - 6);
+        for (int j = 0; j < 16; j++)
+            x[i + j] = (float)(((double)(wbt_next(&st) % 20001) / 10000.0 - 1.0) * mag);
+    }
+    *aglobal = 0;
+    ck_assert_int_eq(wb_reference_quantize_acts(f, m, k, x, acodes, ascale, f->ags ? aglobal : NULL), WB_OK);
+    for (int64_t i = 0; f->as.kind != WB_KIND_E8M0 && i < m * agroups; i++) /* e4m3 scales of either sign */
+        ascale[i] ^= (uint8_t)(wbt_next(&st) % 4 == 0 ? 0x80 : 0);
+    wb_host_weights hw = {.w = w, .w_scale = wscale, .w_global = f->wgs ? &wglobal : NULL,
+                          .bias = f->bias ? bias : NULL};
+    wb_host_acts ha = {.a = acodes, .a_scale = ascale, .a_global = f->ags ? aglobal : NULL};
+    ck_assert_int_eq(wb_reference_gemm(f, m, n, k, &ha, &hw, ref), WB_OK);
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(f, n, k, &hw, &p), WB_OK);
+    size_t abytes = (size_t)wb_acts_bytes(f, m, k);
+    uint8_t *apacked = malloc(abytes);
+    ck_assert_ptr_nonnull(apacked);
+    ck_assert_int_eq(wb_pack_acts(f, m, k, acodes, apacked), WB_OK);
+    memset(out, 0xFF, (size_t)(m * n) * 2); /* NaN bits: an unwritten output fails */
+
+    uint64_t params[NPARAMS] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale,
+                                (uintptr_t)p.chan, (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)ascale,
+                                f->ags ? (uintptr_t)aglobal : 0};
+    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, 1, "output"), buf_of(apacked, abytes, 0, "activations"),
+                   buf_of(p.w, p.w_bytes, 0, "weights"), buf_of(p.scale, p.scale_bytes, 0, "scale records"),
+                   buf_of(p.chan, p.chan_bytes, 0, "channel array"),
+                   buf_of(ascale, (size_t)(m * agroups), 0, "activation scales"),
+                   buf_of(aglobal, f->ags ? 4 : 0, 0, "activation tensor scale")};
+    run_grid(&b, m, n, k, params, bufs, (int)(sizeof bufs / sizeof bufs[0]));
+
+    char conf[128];
+    wb_config_print(&b.cfg, conf, sizeof conf);
+    /* the values the reference multiplies, for the bound: activations, then one weight row at a time */
+    for (int64_t i = 0; i < m * k; i++) {
+        int64_t si = i / k * agroups + (f->ag ? i % k / f->ag : 0);
+        av[i] = wb_type_decode(f->a, acodes[i]) * wb_type_decode(f->as, ascale[si]) * (f->ags ? (double)*aglobal : 1.0);
+    }
+    for (int64_t col = 0; col < n; col++) {
+        for (int64_t j = 0; j < k; j++)
+            wv[j] = wb_format_weight_value(f, w[col * k + j]) *
+                    stored_value(f->ws, wscale, f->g ? col / f->gn * groups + j / f->g : col) *
+                    (f->wgs ? (double)wglobal : 1.0);
+        for (int64_t row = 0; row < m; row++) {
+            double mag = 0, r = ref[row * n + col];
+            for (int64_t j = 0; j < k; j++)
+                mag += fabs(av[row * k + j] * wv[j]);
+            double o = half_to_double(ob, out[row * n + col]);
+            double tol = fabs(r) * (ob ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
+            CHECK(isfinite(r), "%s: the reference of out[%lld][%lld] is not finite", spec, (long long)row,
+                  (long long)col);
+            CHECK(isfinite(o) && fabs(o - r) <= tol,
+                  "%s %s [%s] M=%lld K=%lld (WB_SEED=%llu): out[%lld][%lld] = %.9g (0x%04x), reference %.9g "
+                  "(bound %g)", spec, wb_arch_name(arch), conf, (long long)m, (long long)k, (unsigned long long)seed,
+                  (long long)row, (long long)col, o, out[row * n + col], r, tol);
+        }
+    }
+    wb_packed_free(&p);
+    free(apacked);
+    free(w), free(acodes), free(ascale), free(wscale), free(x), free(aglobal), free(bias), free(out), free(ref);
+    free(av), free(wv);
+    wb_kernel_destroy(b.kern);
 }
 
 /* The heuristic's kernels for decode and prefill shapes: split K (s32 reduction), several m-tiles,
@@ -838,6 +1174,51 @@ START_TEST(w4a4_kernel_matches_reference)
 }
 END_TEST
 
+/* fp4 activations (a=e2m1): NVFP4 (e4m3 block scales of 16, both tensor scales; f16 m16n8k16) on
+ * sm_80, sm_90a and sm_120a (the hardware e2m1 conversion of the weights), with a bias and f16 output;
+ * MX (e8m0 scales of 32; bf16 m16n8k16) on sm_90a and sm_100a; f16 m16n8k8 with plain loads on sm_75;
+ * per-token scales with int4 weights per group of 128 (the slice's product scaled in f32) and groups of
+ * 64; M = 1, 7, 16, 37 (tails past M, several m-tiles); then forced shapes: m_tiles 1, 2, 4, warps_k 1
+ * to 8, two to four stages, plain loads, batch-invariant. */
+START_TEST(fp4_acts_kernel_matches_reference)
+{
+    static const int64_t ms[] = {1, 7, 16, 37};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        run_case_fp4("nvfp4", WB_ARCH_SM90A, ms[i], 128, 1024, (wb_config){0});
+        run_case_fp4("nvfp4", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case_fp4("nvfp4", WB_ARCH_SM120A, ms[i], 128, 512, (wb_config){0});
+        run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM89, ms[i], 128, 512, (wb_config){0});
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, ms[i], 128, 1024, (wb_config){0});
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,bias=1", WB_ARCH_SM100A, ms[i], 128, 512,
+                     (wb_config){0});
+        run_case_fp4("a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16,out=f16", WB_ARCH_SM75, ms[i], 128, 512,
+                     (wb_config){0});
+        run_case_fp4("a=e2m1,ag=0,as=e4m3,w=int4,ws=f16,g=128,out=f16", WB_ARCH_SM80, ms[i], 128, 1024,
+                     (wb_config){0});
+        run_case_fp4("a=e2m1,ag=64,as=e4m3,w=e2m1,ws=e4m3,g=64", WB_ARCH_SM90A, ms[i], 128, 512, (wb_config){0});
+        /* bf16 with e4m3 activation scales (e8m0 weight scales), and with e8m0 ones, e4m3 weight scales */
+        run_case_fp4("a=e2m1,ag=16,as=e4m3,ags=1,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16,wgs=1,out=f16", WB_ARCH_SM120A, ms[i], 128, 512,
+                     (wb_config){0});
+    }
+    static const wb_config cfgs[] = {
+        {.m_tiles = 1, .warps_n = 2, .warps_k = 8, .stages = 2},
+        {.m_tiles = 2, .warps_n = 1, .warps_k = 4, .stages = 3},
+        {.m_tiles = 4, .warps_n = 2, .warps_k = 2, .stages = 4},
+        {.m_tiles = 4, .warps_n = 4, .warps_k = 1, .stages = 2},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        run_case_fp4("nvfp4,bias=1", WB_ARCH_SM90A, 45, 128, 1024, cfgs[i]);
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM100A, 45, 128, 1024, cfgs[i]);
+        run_case_fp4("a=e2m1,ag=0,as=e4m3,w=int4,ws=f16,g=128,out=f16", WB_ARCH_SM89, 45, 128, 1024, cfgs[i]);
+        wb_config ldg = cfgs[i];
+        ldg.stages = 1, ldg.load = WB_LOAD_LDG;
+        run_case_fp4("a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16,out=f16", WB_ARCH_SM75, 45, 128, 1024, ldg);
+    }
+    run_case_fp4("nvfp4", WB_ARCH_SM120A, 45, 128, 1024, (wb_config){.batch_invariant = 1});
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -853,6 +1234,7 @@ int main(void)
     tcase_add_test(t, w8a8_act_groups_match_reference);
     tcase_add_test(t, w4a8_e2m1_matches_reference);
     tcase_add_test(t, w4a4_kernel_matches_reference);
+    tcase_add_test(t, fp4_acts_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

@@ -23,7 +23,7 @@ typedef struct bench {
     wb_arch arch;
     wb_layer *layer[MAX_LAYERS];
     int nlayers;
-    wb_devptr a, a_scale, out; /* a_scale: per-token scales of quantized activations (W8A8), else 0 */
+    wb_devptr a, a_scale, a_global, out; /* quantized activations: their scales (and ags=1 tensor scale), else 0 */
     int64_t m;       /* current M */
     int next;        /* next layer to call */
     wb_status err;   /* first failure inside the timed callback */
@@ -36,7 +36,7 @@ static void bench_call(void *arg)
     bench *b = arg;
     wb_layer *l = b->layer[b->next];
     b->next = (b->next + 1) % b->nlayers;
-    wb_status s = b->a_scale ? wb_layer_gemm_q(l, b->m, b->a, b->a_scale, b->out, NULL)
+    wb_status s = b->a_scale ? wb_layer_gemm_qg(l, b->m, b->a, b->a_scale, b->a_global, b->out, NULL)
                              : wb_layer_gemm(l, b->m, b->a, b->out, NULL);
     if (s != WB_OK && b->err == WB_OK) {
         b->err = s;
@@ -243,9 +243,12 @@ static int bench_all(bench *b)
     cli_rng rng = {0xacc0u};
     cli_host_random_acts(&h, &rng);
     rc = cli_lib_fail_if(cli_upload_acts(b->gpu, &b->f, mmax, a->k, h.buf[F_A], l.bytes[F_A], b->a), "wb_gpu_upload");
-    if (!rc && l.bytes[F_ASCALE] && /* quantized activations: their per-token scales too */
+    if (!rc && l.bytes[F_ASCALE] && /* quantized activations: their scales too */
         !(rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, l.bytes[F_ASCALE], &b->a_scale), "wb_gpu_alloc")))
         rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a_scale, h.buf[F_ASCALE], l.bytes[F_ASCALE]), "wb_gpu_upload");
+    if (!rc && l.bytes[F_AGLOBAL] && /* and the tensor scale (ags=1) */
+        !(rc = cli_lib_fail_if(wb_gpu_alloc(b->gpu, 4, &b->a_global), "wb_gpu_alloc")))
+        rc = cli_lib_fail_if(wb_gpu_upload(b->gpu, b->a_global, h.buf[F_AGLOBAL], 4), "wb_gpu_upload");
     cli_host_free(&h);
     if (!cli_has(a, O_JSON))
         printf("# %s on %s (%s), %d layers of %.1f MB weights\n", b->spec, wb_gpu_name(b->gpu),
@@ -345,6 +348,8 @@ int cmd_bench(int argc, char **argv)
             wb_gpu_free(b.gpu, b.out);
         if (b.a_scale)
             wb_gpu_free(b.gpu, b.a_scale);
+        if (b.a_global)
+            wb_gpu_free(b.gpu, b.a_global);
     }
     wb_gpu_destroy(b.gpu);
     return rc;

@@ -50,7 +50,7 @@ static int load_inputs(const cli_args *a, const cli_layout *l, void **buf)
 typedef struct run_gpu {
     wb_gpu *gpu;
     wb_layer *layer;
-    wb_devptr a, a_scale, out; /* a_scale: quantized activations (W8A8) */
+    wb_devptr a, a_scale, a_global, out; /* a_scale: quantized activations; a_global: ags=1 */
 } run_gpu;
 
 static int run_on_gpu(const cli_args *a, const wb_format *f, const cli_layout *l, void **buf, run_gpu *g)
@@ -74,12 +74,15 @@ static int run_on_gpu(const cli_args *a, const wb_format *f, const cli_layout *l
         (rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_OUT], &g->out), "wb_gpu_alloc")) ||
         (rc = cli_lib_fail_if(cli_upload_acts(g->gpu, f, m, a->k, buf[F_A], l->bytes[F_A], g->a), "wb_gpu_upload")))
         return rc;
-    /* quantized activations: their per-token scales go up too, and the launch is wb_layer_gemm_q */
+    /* quantized activations: their scales (and tensor scale) go up too, and the launch is wb_layer_gemm_qg */
     if (cli_acts_quantized(f) &&
         ((rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, l->bytes[F_ASCALE], &g->a_scale), "wb_gpu_alloc")) ||
          (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a_scale, buf[F_ASCALE], l->bytes[F_ASCALE]),
                                "wb_gpu_upload")) ||
-         (rc = cli_lib_fail_if(wb_layer_gemm_q(g->layer, m, g->a, g->a_scale, g->out, NULL), "wb_layer_gemm_q"))))
+         (f->ags && ((rc = cli_lib_fail_if(wb_gpu_alloc(g->gpu, 4, &g->a_global), "wb_gpu_alloc")) ||
+                     (rc = cli_lib_fail_if(wb_gpu_upload(g->gpu, g->a_global, buf[F_AGLOBAL], 4), "wb_gpu_upload")))) ||
+         (rc = cli_lib_fail_if(wb_layer_gemm_qg(g->layer, m, g->a, g->a_scale, g->a_global, g->out, NULL),
+                               "wb_layer_gemm_qg"))))
         return rc;
     if ((!cli_acts_quantized(f) &&
          (rc = cli_lib_fail_if(wb_layer_gemm(g->layer, m, g->a, g->out, NULL), "wb_layer_gemm"))) ||
@@ -123,13 +126,6 @@ int cmd_run(int argc, char **argv)
     cli_file_layout(&f, a.m[0], a.n, a.k, &l);
     if ((rc = load_inputs(&a, &l, buf)))
         goto done;
-    /* the C API takes one f32 scale per token (wb_layer_gemm_q): no groups, no tensor scale */
-    if (cli_acts_quantized(&f) && (f.ag || f.ags || f.as.kind != WB_KIND_F32)) {
-        char spec[512];
-        rc = cli_fail(CLI_USAGE, "not supported: the C API (wb_layer_gemm_q) takes one f32 activation scale per "
-                      "token only, so %s cannot run", cli_spec_str(&f, spec, sizeof spec));
-        goto done;
-    }
     out = fopen(a.val[O_OUT], "wb");
     if (!out) {
         rc = cli_fail(CLI_USAGE, "--out: cannot create '%s': %s", a.val[O_OUT], strerror(errno));
@@ -154,6 +150,8 @@ done:
             wb_gpu_free(g.gpu, g.a);
         if (g.a_scale)
             wb_gpu_free(g.gpu, g.a_scale);
+        if (g.a_global)
+            wb_gpu_free(g.gpu, g.a_global);
         if (g.out)
             wb_gpu_free(g.gpu, g.out);
     }

@@ -236,6 +236,23 @@ static int plan_w8a8(plan *p, int quick, int arch)
             if (!quick || i == s % 2)
                 rc = plan_add(p, specs[s], big[i][0], big[i][1], big[i][2], 0);
     }
+    /* fp4 activations (a=e2m1, both operands dequantized in registers, mma.sync at every M): NVFP4, MX
+     * (e8m0 scales, bf16 products), e2m1 with int4 weights, per-token and k64 activation scales */
+    static const char *const fp4[] = {"nvfp4", "nvfp4,out=f16,bias=1", "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32",
+                                      "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,out=f16,bias=1",
+                                      "a=e2m1,ag=16,as=e4m3,w=int4,ws=f16,g=128,out=f16",
+                                      "a=e2m1,ag=64,as=e4m3,w=e2m1,ws=e4m3,g=64,wgs=1",
+                                      "a=e2m1,as=e4m3,ags=1,w=uint4,ws=bf16,g=32,zp=int"};
+    for (size_t s = 0; arch >= 0 && s < sizeof fp4 / sizeof fp4[0] && !rc; s++) {
+        if (!builds_on(fp4[s], (wb_arch)arch))
+            continue;
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if ((s < 3 && !quick) || i == s % 5)
+                rc = plan_add(p, fp4[s], ms[i], 256, 1024, 1);
+        for (size_t i = 0; s < 3 && i < sizeof big / sizeof big[0] && !rc; i++)
+            if (!quick || i == s % 2)
+                rc = plan_add(p, fp4[s], big[i][0], big[i][1], big[i][2], 0);
+    }
     for (size_t s = 0; arch >= 0 && s < sizeof fp8 / sizeof fp8[0] && !rc; s++) {
         if (!builds_on(fp8[s], (wb_arch)arch))
             continue;
@@ -496,7 +513,7 @@ static int compare(const cli_host *h, cli_rng *r, int full, double *err, int64_t
 
 typedef struct dev {
     wb_layer *layer;
-    wb_devptr a, a_scale, out; /* a_scale: quantized activations only */
+    wb_devptr a, a_scale, a_global, out; /* a_scale: quantized activations only; a_global: ags=1 */
 } dev;
 
 static int quantized_acts(const wb_format *f) { return f->a.kind != WB_KIND_F16 && f->a.kind != WB_KIND_BF16; }
@@ -510,7 +527,7 @@ static int quantize_random_acts(cli_host *h, cli_rng *r)
         return cli_fail(CLI_FAILED, "out of host memory");
     for (int64_t i = 0; i < h->m * h->k; i++)
         x[i] = (float)cli_rng_uniform(r, -1, 1);
-    wb_status s = wb_reference_quantize_acts(&h->f, h->m, h->k, x, h->buf[F_A], h->buf[F_ASCALE], NULL);
+    wb_status s = wb_reference_quantize_acts(&h->f, h->m, h->k, x, h->buf[F_A], h->buf[F_ASCALE], h->buf[F_AGLOBAL]);
     free(x);
     return s ? cli_lib_fail(s, "wb_reference_quantize_acts") : 0;
 }
@@ -521,7 +538,7 @@ static wb_status launch_m(selftest *t, dev *d, const cli_host *h, int64_t m, voi
     size_t ob = h->lay.bytes[F_OUT] / (size_t)h->m * (size_t)m;
     wb_status s = wb_gpu_memset(t->gpu, d->out, 0xFF, h->lay.bytes[F_OUT]);
     if (s == WB_OK)
-        s = d->a_scale ? wb_layer_gemm_q(d->layer, m, d->a, d->a_scale, d->out, NULL)
+        s = d->a_scale ? wb_layer_gemm_qg(d->layer, m, d->a, d->a_scale, d->a_global, d->out, NULL)
                        : wb_layer_gemm(d->layer, m, d->a, d->out, NULL);
     if (s == WB_OK)
         s = wb_gpu_sync(t->gpu);
@@ -579,6 +596,8 @@ static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, con
         s = cli_upload_acts(t->gpu, &h->f, h->m, h->k, h->buf[F_A], h->lay.bytes[F_A], d.a);
     if (s == WB_OK && d.a_scale)
         s = wb_gpu_upload(t->gpu, d.a_scale, h->buf[F_ASCALE], h->lay.bytes[F_ASCALE]);
+    if (s == WB_OK && h->f.ags && (s = wb_gpu_alloc(t->gpu, 4, &d.a_global)) == WB_OK)
+        s = wb_gpu_upload(t->gpu, d.a_global, h->buf[F_AGLOBAL], 4);
     if (s == WB_OK && (step = "gemm", 1))
         s = launch(t, &d, h, h->buf[F_OUT]);
     wb_config c;
@@ -601,6 +620,8 @@ static int run_gpu(selftest *t, cli_host *h, int twice, int64_t invariant_m, con
         wb_gpu_free(t->gpu, d.a);
     if (d.a_scale)
         wb_gpu_free(t->gpu, d.a_scale);
+    if (d.a_global)
+        wb_gpu_free(t->gpu, d.a_global);
     if (d.out)
         wb_gpu_free(t->gpu, d.out);
     wb_layer_destroy(d.layer);
