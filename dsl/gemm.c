@@ -45,15 +45,14 @@ wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)
     int a = wb_load_tile(k, WB_OPERAND_A, cfg->stages);
     int w = wb_load_tile(k, WB_OPERAND_W, cfg->stages);
     int s = needs_scale_tile(f) ? wb_load_tile(k, WB_OPERAND_SCALE, cfg->stages) : -1;
-    /* fp4 activations: their codes and block scales become 16-bit values in registers as well */
+    /* fp4 activations: codes and block scales become a 16-bit tile, once per block and stage */
     int as = wb_format_fp4_acts(f) ? wb_load_tile(k, WB_OPERAND_ASCALE, cfg->stages) : -1;
     int acc = wb_acc(k);
     wb_kloop(k);
+    int at = as >= 0 ? wb_dequant_tile(k, a, as) : a;
     int wf = wb_load_frag(k, w);
     int sf = s >= 0 ? wb_load_frag(k, s) : -1;
-    int af = wb_load_frag(k, a);
-    if (as >= 0)
-        af = wb_dequant(k, af, wb_load_frag(k, as));
+    int af = wb_load_frag(k, at);
     if (scale_whole_slice(f, cfg)) {
         int wd = wb_dequant_unscaled(k, wf, sf);
         wb_mma_scaled(k, acc, wd, af, sf);

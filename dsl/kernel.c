@@ -121,8 +121,11 @@ int wb_load_frag(wb_kernel *k, int tile)
         set_error(k, "wb_load_frag", "fragments are loaded inside the K loop");
         return -1;
     }
-    if (!expect(k, "wb_load_frag", tile, WB_TOP_LOAD_TILE))
-        return -1;
+    const wb_tile_op *d = tile >= 0 ? def_of(k, tile) : NULL;
+    if (!d || d->op != WB_TOP_DEQUANT_TILE) {
+        if (!expect(k, "wb_load_frag", tile, WB_TOP_LOAD_TILE))
+            return -1;
+    }
     wb_tile_op *o = append(k, WB_TOP_LOAD_FRAG, "wb_load_frag");
     if (!o)
         return -1;
@@ -135,15 +138,9 @@ static int dequant(wb_kernel *k, const char *call, int codes, int scales, int un
 {
     if (!expect(k, call, codes, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return -1;
-    wb_operand of = def_of(k, codes)->operand;
-    if (of == WB_OPERAND_A && (!wb_format_fp4_acts(&k->fmt) || unscaled || scales < 0 ||
-                               def_of(k, scales)->operand != WB_OPERAND_ASCALE)) {
-        set_error(k, call, "activation codes are dequantized only with fp4 activations (a=e2m1), scaled by "
-                           "their ASCALE fragment");
-        return -1;
-    }
-    if (of != WB_OPERAND_A && (of != WB_OPERAND_W || (scales >= 0 && def_of(k, scales)->operand != WB_OPERAND_SCALE))) {
-        set_error(k, call, "codes must be a W fragment (with a SCALE fragment) or an A fragment");
+    if (def_of(k, codes)->operand != WB_OPERAND_W ||
+        (scales >= 0 && def_of(k, scales)->operand != WB_OPERAND_SCALE)) {
+        set_error(k, call, "codes must be a W fragment, scales a SCALE fragment");
         return -1;
     }
     if (unscaled && k->fmt.zp == WB_ZP_FP) {
@@ -161,6 +158,29 @@ static int dequant(wb_kernel *k, const char *call, int codes, int scales, int un
 
 int wb_dequant(wb_kernel *k, int codes, int scales) { return dequant(k, "wb_dequant", codes, scales, 0); }
 
+int wb_dequant_tile(wb_kernel *k, int codes, int scales)
+{
+    const char *call = "wb_dequant_tile";
+    if (!k->depth) {
+        set_error(k, call, "tiles are dequantized inside the K loop");
+        return -1;
+    }
+    if (!expect(k, call, codes, WB_TOP_LOAD_TILE) || !expect(k, call, scales, WB_TOP_LOAD_TILE))
+        return -1;
+    if (def_of(k, codes)->operand != WB_OPERAND_A || def_of(k, scales)->operand != WB_OPERAND_ASCALE ||
+        !wb_format_fp4_acts(&k->fmt)) {
+        set_error(k, call, "dequantizes the A tile of fp4 activations (a=e2m1) with its ASCALE tile");
+        return -1;
+    }
+    wb_tile_op *o = append(k, WB_TOP_DEQUANT_TILE, call);
+    if (!o)
+        return -1;
+    o->args[0] = codes;
+    o->args[1] = scales;
+    o->operand = WB_OPERAND_A;
+    return o->result = k->nvalues++;
+}
+
 int wb_dequant_unscaled(wb_kernel *k, int codes, int records)
 {
     return dequant(k, "wb_dequant_unscaled", codes, records, 1);
@@ -176,13 +196,10 @@ static void mma(wb_kernel *k, const char *call, int acc, int weights, int acts, 
 {
     /* W8A8 multiplies the code fragment itself; every other format its dequantized weights */
     wb_top wop = wb_format_w8a8(&k->fmt) ? WB_TOP_LOAD_FRAG : WB_TOP_DEQUANT;
-    /* fp4 activations are dequantized too: B is the dequant of their fragment */
-    wb_top aop = wb_format_fp4_acts(&k->fmt) ? WB_TOP_DEQUANT : WB_TOP_LOAD_FRAG;
-    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, wop) || !expect(k, call, acts, aop) ||
-        (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
+    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, wop) ||
+        !expect(k, call, acts, WB_TOP_LOAD_FRAG) || (scales >= 0 && !expect(k, call, scales, WB_TOP_LOAD_FRAG)))
         return;
-    const wb_tile_op *ad = def_of(k, acts);
-    if ((aop == WB_TOP_DEQUANT ? def_of(k, ad->args[0]) : ad)->operand != WB_OPERAND_A) {
+    if (def_of(k, acts)->operand != WB_OPERAND_A) {
         set_error(k, call, "B must be an activation fragment");
         return;
     }

@@ -103,7 +103,7 @@ typedef enum wb_operand {
     WB_OPERAND_A,     /* activations, M x K */
     WB_OPERAND_W,     /* packed weight codes */
     WB_OPERAND_SCALE, /* grouped scale (and zero-offset) records */
-    WB_OPERAND_ASCALE,/* activation scales per token and group (fp4 activations) */
+    WB_OPERAND_ASCALE,/* activation scales per token and group (fp4 activations; read from global memory) */
 } wb_operand;
 
 typedef struct wb_tile_op {
@@ -133,9 +133,10 @@ void wb_kernel_destroy(wb_kernel *k);
 int wb_load_tile(wb_kernel *k, wb_operand operand, int stages);
 void wb_kloop(wb_kernel *k);
 int wb_load_frag(wb_kernel *k, int tile);
-/* codes: a W fragment with its SCALE fragment (-> the MMA's A operand), or, with fp4 activations, an
- * A fragment with its ASCALE fragment (-> the B operand) */
 int wb_dequant(wb_kernel *k, int codes, int scales);
+/* fp4 activations: the A tile of codes and its ASCALE tile -> a 16-bit A tile, inside the K loop; its
+ * fragments are then loaded as those of 16-bit activations */
+int wb_dequant_tile(wb_kernel *k, int codes, int scales);
 /* code - zero only; the scale is applied by wb_mma_scaled to the f32 product of the warp's slice */
 int wb_dequant_unscaled(wb_kernel *k, int codes, int records);
 int wb_acc(wb_kernel *k);

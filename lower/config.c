@@ -112,7 +112,7 @@ static int wants_wgmma(const wb_target *t, const wb_format *f, const wb_config *
 {
     /* W8A8's wgmma kernel takes K in k128 slices */
     return (t->features & WB_FEAT_WGMMA) && m > 64 && n % 64 == 0 && (!wb_format_w8a8(f) || k % 128 == 0) &&
-           !wb_format_w4a4(f) && !wb_format_fp4_acts(f) &&
+           !wb_format_w4a4(f) &&
            (c->load == WB_LOAD_AUTO || c->load == WB_LOAD_CP_ASYNC || c->load == WB_LOAD_TMA) && c->warps_k <= 1 &&
            (c->warps_n == 0 || c->warps_n == 4 || c->warps_n == 8);
 }

@@ -45,6 +45,7 @@ typedef struct lw {
     int afp4;                          /* fp4 activations (wb_format_fp4_acts): e2m1 codes two to a byte,
                                           dequantized in registers (lower_act4.c) */
     wb_reg arow, aglobal;              /* afp4: scale bytes per token (K / ag, or 1); the ags pointer */
+    struct act4 *act4;                 /* afp4: this thread's conversion items (lower_act4.c) */
     float w4_factor;                   /* what the widened weights' sums are multiplied by after K */
     int grouped;                       /* w8a8 with f32 scales per group along K of the weights (g) or
                                           the activations (ag): each slice's product (s32, or f32 on
@@ -189,9 +190,11 @@ void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 
-/* lower_act4.c: fp4 activations' scales of this slice (T pairs), and their codes dequantized */
-void wb_act4_scales(lw *L, int value);
-void wb_act4_dequant(lw *L, const wb_reg *b, const wb_reg *sc, wb_reg *out);
+/* lower_act4.c: fp4 activations' codes -> the 16-bit A tile of the read stage, by the whole block:
+ * the fixed addresses and tile 0's scales before the loop, then each tile's conversion (block tile
+ * `tile`, in the read stage; its barrier ends it) */
+void wb_act4_setup(lw *L);
+void wb_act4_tile(lw *L, wb_reg tile);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

@@ -14,19 +14,23 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * cfg->warps_k;
-    /* a warp's k64 slice of one token: 64 two-byte activations, 64 8-bit codes (W8A8) or 64 4-bit codes
-     * two to a byte (W4A4, fp4 activations) */
-    L->a_bits = wb_format_w8a8(f) || wb_format_fp4_acts(f) ? f->a.bits : 16;
+    /* a warp's k64 slice of one token: 64 two-byte activations, 64 8-bit codes (W8A8) or 64 s4 codes
+     * two to a byte (W4A4) */
+    L->a_bits = wb_format_w8a8(f) ? f->a.bits : 16;
     L->a_row = L->slice_k * L->a_bits / 8;
     L->a_stage = L->bm * L->a_row * cfg->warps_k;
+    /* fp4 activations: their codes land beside the 16-bit tile they become (lower_act4.c) */
+    L->q_row = wb_format_fp4_acts(f) ? L->slice_k * f->a.bits / 8 : 0;
+    L->q_stage = L->bm * L->q_row * cfg->warps_k;
     L->w_bytes = 2 * L->slice_k * f->w.bits;
     L->w_stage = warps * L->w_bytes;
     /* W8A8 streams no scale records: its scales are read once, in the epilogue */
     L->s_stage = wb_format_w8a8(f) ? 0 : warps * L->groups_per_chunk * L->rec_bytes;
     L->a_off = 0;
-    L->w_off = L->a_stage;
-    L->s_off = L->a_stage + L->w_stage;
-    L->stage = L->a_stage + L->w_stage + L->s_stage;
+    L->q_off = L->a_stage;
+    L->w_off = L->q_off + L->q_stage;
+    L->s_off = L->w_off + L->w_stage;
+    L->stage = L->s_off + L->s_stage;
     if (cfg->mma == WB_MMA_WGMMA) /* wgmma reads the activation tile in 1024-byte swizzle atoms */
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;

@@ -8,6 +8,7 @@
  * W8A8 (a=s8, w=int8): per strip and k64 chunk 32 lanes x 8 words, the lane's words being its MMA A
  * registers of m16n8k32 as they are: [k32 step 0: a0 a1 a2 a3][step 1: a0 a1 a2 a3], s8 codes as bytes.
  * No scale records; the f32 channel scales are in the chan array (then the bias).
+ * fp4 activations (a=e2m1): the 16-bit layout (their codes become a 16-bit tile in shared memory).
  * W4A4 (a=s4, w=int4): per strip and k64 chunk 32 lanes x 4 words, word j being register j of the
  * m16n8k64 s4 A fragment: row gid (j even) or gid + 8 (j odd), k 32 (j / 2) + 8 (lane % 4) + i in
  * nibble i. */
@@ -26,6 +27,9 @@ typedef struct wb_layout {
     int w_bytes;          /* packed codes of one warp's slice: 128 * B per k64 */
     int a_bits, a_row;    /* bits of one activation code (16, 8 or 4), bytes of one token's row in a warp
                              slice (16-bit: 128; 8-bit: 64, or 128 on wgmma; s4: 32) */
+    int q_row, q_off, q_stage; /* fp4 activations: the codes as copied (32-byte rows, two to a byte), where
+                                  a stage holds them, and their bytes; the 16-bit tile they become is the
+                                  A tile (a_row 128 at a_off). 0 otherwise */
     int groups_per_chunk; /* scale records per warp per stage */
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */

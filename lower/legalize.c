@@ -160,10 +160,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);
-    if (wb_format_fp4_acts(f) && c->mma != WB_MMA_SYNC)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 runs on mma.sync in this build (both operands dequantized in "
-                                           "registers); --mma %s would read the activations from shared memory, "
-                                           "where they are e2m1", wb_mma_name(c->mma));
+    if (wb_format_fp4_acts(f) && c->load == WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 activations are loaded by cp.async in this build (--load tma "
+                                           "copies 16-bit activations only)");
     if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "

@@ -124,20 +124,21 @@ static void slot_a(lw *L, wb_reg id, slot *sl)
     sl->dst = addi(L, dst, L->lay.a_off);
 }
 
-/* W8A8 and W4A4: a token's slice is 64 codes in a row shorter than 128 bytes (rb = 64 s8 or fp8
- * bytes, or 32 bytes of s4 codes two to a byte, k even in the low nibble): rb / 16 chunks of 16 bytes,
+/* W8A8, W4A4 and fp4 activations: a token's slice is 64 codes in a row shorter than 128 bytes (rb = 64
+ * s8 or fp8 bytes, or 32 bytes of 4-bit codes two to a byte, k even in the low nibble; fp4 codes land
+ * at q_off, beside the 16-bit tile they become): rb / 16 chunks of 16 bytes,
  * swizzled by chunk ^ ((r / (128 / rb)) & (rb / 16 - 1)), so the 8 rows an ldmatrix reads (two or
  * four to a 128-byte line) hit distinct banks. */
 static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
 {
-    int bm = L->lay.bm, rb = L->lay.a_row, chunks = rb / 16, lg_chunks = rb == 64 ? 2 : 1;
+    int bm = L->lay.bm, rb = L->lay.q_row ? L->lay.q_row : L->lay.a_row, chunks = rb / 16, lg_chunks = rb == 64 ? 2 : 1;
     wb_reg c = andi(L, id, chunks - 1), r = remi(L, shri(L, id, lg_chunks), bm), wk = divi(L, id, bm * chunks);
     wb_reg row = add(L, L->m0, r);
     sl->pred = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
     /* byte index at kt = 0: row * (K bytes) + wk*rb + c*16 (s4: K is even) */
     wb_reg col = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(rb), wb_r(muli(L, c, 16)));
-    wb_reg kbytes = L->lay.a_bits == 4 ? shri(L, L->kdim, 1) : L->kdim;
+    wb_reg kbytes = rb == 32 ? shri(L, L->kdim, 1) : L->kdim;
     wb_reg elem = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(row), wb_r(kbytes));
     elem = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(elem), wb_r(cvt(L, "u64.u32", WB_RC_B64, col)));
     sl->src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(L->a), wb_r(elem));
@@ -146,7 +147,7 @@ static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
     wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wk), wb_imm(bm * rb), wb_r(L->smem));
     dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(r), wb_imm(rb), wb_r(dst));
     dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(dst));
-    sl->dst = addi(L, dst, L->lay.a_off);
+    sl->dst = addi(L, dst, L->lay.q_row ? L->lay.q_off : L->lay.a_off);
 }
 
 static void slot_w(lw *L, wb_reg id, slot *sl)
@@ -209,7 +210,8 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
     int wkn = L->cfg->warps_k;
     if (L->tma)
         wb_tma_issue(L, stage_off, kt);
-    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * L->lay.a_bits / 8));
+    int copied_bits = L->lay.q_row ? L->fmt->a.bits : L->lay.a_bits; /* fp4: the codes, not the 16-bit tile */
+    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * copied_bits / 8));
     issue_plan(L, &L->pa, stage_off, akoff);
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
@@ -243,9 +245,10 @@ static void plan_copies(lw *L)
     int warps = L->cfg->warps_n * L->cfg->warps_k;
     if (L->tma)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
-    else
-        plan_slots(L, &L->pa, L->lay.bm * (L->lay.a_row / 16) * L->cfg->warps_k,
-                   L->lay.a_row < 128 ? slot_a_narrow : slot_a);
+    else {
+        int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
+        plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->cfg->warps_k, row < 128 ? slot_a_narrow : slot_a);
+    }
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
@@ -295,13 +298,6 @@ static void plan_frags(lw *L)
     wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);
-    if (L->afp4 && L->fmt->g == 16) /* the lane's k 8 tig .. + 7 of each k32 half: group 2 j + tig / 2 */
-        L->sfrag = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, L->tig, 1)), wb_imm(L->lay.rec_bytes),
-                       wb_r(L->sfrag));
-    if (L->afp4) {
-        plan_frag_a4(L);
-        return;
-    }
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(ab)), L->lay.a_off);
@@ -325,6 +321,8 @@ static void lower_kloop(lw *L)
         wb_tma_setup(L);
     plan_copies(L);
     plan_frags(L);
+    if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 */
+        wb_act4_setup(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
     if (async_copies(L)) {
@@ -342,6 +340,8 @@ static void lower_kloop(lw *L)
     }
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
         wb_wgmma_land(L, ahead - 1, 0);
+        if (L->afp4)
+            wb_act4_tile(L, L->kt);
         L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
@@ -437,16 +437,13 @@ static void lower_frag_w(lw *L, int value)
 static void lower_frag_scale(lw *L, int value)
 {
     int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp != WB_ZP_NONE;
-    /* fp4 activations with g = 16 or 32: the lane's k 32 j + 8 tig .. + 7 lie in one group per k32
-     * half j, record j * 32 / g (+ tig / 2 in sfrag when g = 16) */
-    int halves = L->afp4 && gpc > 1, nrec = halves ? 2 : gpc;
-    wb_reg *r = value_regs(L, value, nrec * 4);
+    wb_reg *r = value_regs(L, value, gpc * 4);
     if (!r)
         return;
     wb_reg base = add(L, L->sfrag, L->ro);
-    for (int gi = 0; gi < nrec; gi++) {
+    for (int gi = 0; gi < gpc; gi++) {
         for (int z = 0; z <= zp; z++) {
-            wb_reg addr = addi(L, base, (halves ? gi * 32 / L->fmt->g : gi) * L->lay.rec_bytes + z * 32);
+            wb_reg addr = addi(L, base, gi * L->lay.rec_bytes + z * 32);
             if (!z && L->scale_f32) {
                 for (int h = 0; h < 2; h++) {
                     wb_reg f = wb_new_reg(L->f, WB_RC_F32);
@@ -484,7 +481,7 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
-    if (L->lay.a_bits == 4) { /* b[mt*2 + j] = chunk j: 4-bit codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
+    if (L->a4) { /* b[mt*2 + j] = chunk j: s4 codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
         wb_reg addr = add(L, L->afrag[0], L->ro);
         for (int mt = 0; mt < mt_n; mt += 2) {
             wb_reg *d = &b[mt * 2];
@@ -521,27 +518,11 @@ static void lower_frag_a(lw *L, int value)
     }
 }
 
-/* The operand of a fragment value (its LOAD_FRAG). */
-static wb_operand operand_of(const lw *L, int value)
-{
-    for (int i = 0; i < L->k->nops; i++)
-        if (L->k->ops[i].result == value)
-            return L->k->ops[i].operand;
-    return WB_OPERAND_W;
-}
-
 static void lower_dequant(lw *L, const wb_tile_op *o)
 {
-    if (operand_of(L, o->args[0]) == WB_OPERAND_A) { /* fp4 activations */
-        wb_reg *out = value_regs(L, o->result, L->cfg->m_tiles * 8);
-        if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
-            wb_act4_dequant(L, L->vals[o->args[0]], L->vals[o->args[1]], out);
-        return;
-    }
     wb_reg *out = value_regs(L, o->result, 16);
-    int gos[4] = {0, 0, 1, 1}; /* fp4 activations' k order: a group per k32 half (lower_frag_scale) */
-    if (!L->afp4 || L->lay.groups_per_chunk == 1)
-        wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
+    int gos[4];
+    wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
     if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
         wb_lower_dequant(L->f, L->fmt, gos, !o->unscaled, L->vals[o->args[0]], L->vals[o->args[1]], out);
 }
@@ -1004,12 +985,14 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
                 lower_frag_w(&L, o->result);
             else if (o->operand == WB_OPERAND_SCALE)
                 lower_frag_scale(&L, o->result);
-            else if (o->operand == WB_OPERAND_ASCALE)
-                wb_act4_scales(&L, o->result);
             else
                 lower_frag_a(&L, o->result);
             break;
         case WB_TOP_DEQUANT: lower_dequant(&L, o); break;
+        case WB_TOP_DEQUANT_TILE: /* the rotated wgmma loop converts each tile as it lands instead */
+            if (!L.rot)
+                wb_act4_tile(&L, L.kt);
+            break;
         case WB_TOP_ACC: lower_acc(&L, o->result); break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;

@@ -142,6 +142,8 @@ static void land_next(lw *L, int pending, int dist)
     wb_reg next = addi(L, L->kt, dist);
     wb_gemm_issue_ahead(L, next);
     wb_gemm_advance_stage(L, L->wo);
+    if (L->afp4) /* fp4 activations: tile kt + 1 becomes 16-bit (its stage is not the running group's) */
+        wb_act4_tile(L, addi(L, L->kt, 1));
     if (L->pp) /* into the other half's registers: not the ones this group reads */
         pp_fill(L, L->abuf[1 - L->half]);
     else if (L->wpre)

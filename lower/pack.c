@@ -42,18 +42,6 @@ static void code_coords(int r, int kk, int *lane, int *step, int *reg, int *half
     *lane = (r % 8) * 4 + (kin % 8) / 2;
 }
 
-/* Where the kernel's MMA k steps meet column c (0..63) of a k64 chunk: c itself, except with fp4
- * activations, whose fragment is the ldmatrix words of 4-bit rows as loaded (lane tig holds k
- * 32 j + 8 tig + i, code i of word j; lower/lower_act4.c): column c then sits at k16 step
- * 2 j + i / 4, in register half (i / 2) & 1 (b0 or b1) of lane tig, element i & 1. */
-static int mma_k(const wb_format *f, int c)
-{
-    if (!wb_format_fp4_acts(f))
-        return c;
-    int j = c >> 5, tig = (c >> 3) & 3, i = c & 7;
-    return 16 * (2 * j + (i >> 2)) + 8 * ((i >> 1) & 1) + 2 * tig + (i & 1);
-}
-
 static wb_status check_pack_args(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w)
 {
     if (!f || !w || !w->w || !w->w_scale)
@@ -91,7 +79,7 @@ static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint
                 return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
                                code, (long long)row, (long long)col);
             int lane, step, reg, half;
-            code_coords((int)(row % 16), mma_k(f, (int)(col % WB_KW)), &lane, &step, &reg, &half);
+            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             uint32_t u = (uint32_t)(code ^ sign);
             uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
             for (int p = 0; p < cs.nplanes; p++) {
@@ -288,7 +276,7 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int lane, step, reg, half;
-            code_coords((int)(row % 16), mma_k(f, (int)(col % WB_KW)), &lane, &step, &reg, &half);
+            code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             const uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
             uint32_t u = 0;
             for (int q = 0; q < cs.nplanes; q++) {

@@ -92,7 +92,7 @@ if expect 0 "W4A4 builds on sm_90a (widened to s8)" "" -- $W ptx w4a4-int4 --arc
     grep -q 'm16n8k64' "$tmp/out" && fail "W4A4 on sm_90a: the emulated s4 MMA was emitted"
 fi
 expect 2 "W4A4 on wgmma is refused" "W4A4 (a=s4, w=int4) runs on mma.sync" -- $W ptx w4a4-int4 --arch sm_90a --mma wgmma
-if expect 0 "NVFP4 builds on sm_90a (both operands dequantized)" "" -- $W ptx nvfp4 --arch sm_90a --m 300 --n 256 --k 256; then
+if expect 0 "NVFP4 builds on sm_90a (mma.sync at M = 16)" "" -- $W ptx nvfp4 --arch sm_90a --m 16 --n 256 --k 256; then
     grep -q 'dequant rule (activations): e2m1 -> f16' "$tmp/out" || fail "nvfp4: no activation dequant rule"
     grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$tmp/out" || fail "nvfp4 on sm_90a: no f16 mma.sync"
     grep -q 'p_aglobal' "$tmp/out" || fail "nvfp4: no activation tensor scale parameter"
@@ -103,7 +103,11 @@ if expect 0 "MXFP4 x MXFP4 builds on sm_120a (bf16 products)" "" -- $W ptx a=e2m
 fi
 expect 2 "MX activations need bf16 (sm_75)" "a=e2m1 multiplies in bf16" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,out=f16 --arch sm_75
 expect 2 "fp4 activations with f32 scales are refused" "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0" -- $W ptx a=e2m1,w=e2m1,ws=e4m3,g=16 --arch sm_90a
-expect 2 "fp4 activations on wgmma are refused" "a=e2m1 runs on mma.sync" -- $W ptx nvfp4 --arch sm_90a --mma wgmma
+expect 2 "fp4 activations by TMA are refused" "a=e2m1 activations are loaded by cp.async" -- $W ptx nvfp4 --arch sm_90a --mma wgmma --load tma
+if expect 0 "NVFP4 on wgmma at M = 4096 (sm_90a)" "" -- $W ptx nvfp4 --arch sm_90a --m 4096 --n 4096 --k 4096; then
+    grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$tmp/out" || fail "nvfp4 at M = 4096: no wgmma f16"
+    grep -q 'fence.proxy.async' "$tmp/out" || fail "nvfp4 on wgmma: the 16-bit tile is not fenced for the async proxy"
+fi
 if expect 0 "W4A8 (s8 x int4, per channel) builds on sm_90a" "" -- $W ptx a=s8,w=int4,ws=f32,g=0 --arch sm_90a --m 300 --n 256 --k 256; then
     grep -q 'dequant rule: int4 -> s8' "$tmp/out" || fail "W4A8: no widening rule in the annotated PTX"
     grep -q 'wgmma.mma_async.sync.aligned.m64n.*k32.s32.s8.s8' "$tmp/out" || fail "W4A8 at M = 300: no wgmma s8"

@@ -49,10 +49,23 @@ START_TEST(builder_checks_operand_kinds)
     wb_kloop(k);
     int af = wb_load_frag(k, a);
     ck_assert_int_eq(wb_dequant(k, af, -1), -1);
-    /* activation codes are dequantized only with fp4 activations */
-    ck_assert_str_eq(k->error, "wb_dequant: activation codes are dequantized only with fp4 activations (a=e2m1), "
-                               "scaled by their ASCALE fragment");
+    ck_assert_str_eq(k->error, "wb_dequant: codes must be a W fragment, scales a SCALE fragment");
     (void)acc;
+    wb_kernel_destroy(k);
+    /* dequant_tile: an A tile of fp4 activations with its ASCALE tile, inside the loop */
+    k = wb_kernel_create(&f, &c);
+    a = wb_load_tile(k, WB_OPERAND_A, 2);
+    int as = wb_load_tile(k, WB_OPERAND_ASCALE, 2);
+    ck_assert_int_eq(wb_dequant_tile(k, a, as), -1);
+    ck_assert_str_eq(k->error, "wb_dequant_tile: tiles are dequantized inside the K loop");
+    wb_kernel_destroy(k);
+    k = wb_kernel_create(&f, &c);
+    a = wb_load_tile(k, WB_OPERAND_A, 2);
+    as = wb_load_tile(k, WB_OPERAND_ASCALE, 2);
+    wb_kloop(k);
+    ck_assert_int_eq(wb_dequant_tile(k, a, as), -1); /* w4a16 has 16-bit activations */
+    ck_assert_str_eq(k->error, "wb_dequant_tile: dequantizes the A tile of fp4 activations (a=e2m1) with its "
+                               "ASCALE tile");
     wb_kernel_destroy(k);
 
     k = wb_kernel_create(&f, &c);
@@ -427,34 +440,52 @@ START_TEST(fp4_acts_per_architecture)
             for (size_t j = 0; j < 4; j++) {
                 wb_config c = {0};
                 ck_assert_int_eq(wb_config_choose(&f, (wb_arch)a, ms[j], 4096, 4096, &c), WB_OK);
-                ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+                /* wgmma above M = 64 on sm_90a, on the 16-bit tile; mma.sync elsewhere */
+                int wg = a == WB_ARCH_SM90A && ms[j] > 64;
+                ck_assert_int_eq(c.mma, wg ? WB_MMA_WGMMA : WB_MMA_SYNC);
                 char *ptx = NULL;
                 ck_assert_msg(wb_kernel_ptx(&f, (wb_arch)a, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s",
                               wb_last_error());
+                ck_assert_ptr_nonnull(strstr(ptx, "dequant rule (activations): e2m1 -> "));
+                ck_assert_int_eq(strstr(ptx, "p_aglobal") != NULL, f.ags);
+                if (wg) { /* each landed tile converted, fenced for the async proxy, then read by wgmma */
+                    ck_assert_int_ge(count_of(ptx, "wgmma.mma_async"), 4);
+                    ck_assert_int_ge(count_of(ptx, "fence.proxy.async.shared::cta"), 3);
+                    ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), 0);
+                    free(ptx);
+                    continue;
+                }
                 const char *t = bf ? "bf16" : "f16";
                 char mma[96];
                 snprintf(mma, sizeof mma, "mma.sync.aligned.m16n8k%d.row.col.f32.%s.%s.f32", a == WB_ARCH_SM75 ? 8 : 16,
                          t, t);
                 ck_assert_int_eq(count_of(ptx, mma), 4 * c.m_tiles * (a == WB_ARCH_SM75 ? 2 : 1));
                 ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), count_of(ptx, mma));
-                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), c.m_tiles / 2);
-                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), c.m_tiles % 2);
+                /* the 16-bit tile the block made of them: the 16-bit kernel's fragments */
+                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * c.m_tiles);
+                ck_assert_int_eq(count_of(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), 0);
                 ck_assert_ptr_null(strstr(ptx, "wgmma"));
                 ck_assert_ptr_nonnull(strstr(ptx, "dequant rule (activations): e2m1 -> "));
+                ck_assert_int_ge(count_of(ptx, "st.shared.v4.u32"), 1);
                 /* where the target has a block-scaled fp4 MMA, the annotation says it is not used yet */
                 ck_assert_int_eq(strstr(ptx, "kind::mxf4nvf4) is not built yet") != NULL,
                                  a == WB_ARCH_SM100A || a == WB_ARCH_SM103A || a == WB_ARCH_SM120A);
-                /* 4 pairs per word, two words per m-tile: a prmt each, then two multiplies */
+                /* a word of 8 codes: 4 pairs, each a prmt and two multiplies */
                 char fma[32];
                 snprintf(fma, sizeof fma, "fma.rn.%sx2", t);
-                ck_assert_int_ge(count_of(ptx, fma), 16 * c.m_tiles);
+                ck_assert_int_ge(count_of(ptx, fma), 8);
                 ck_assert_int_eq(strstr(ptx, "p_aglobal") != NULL, f.ags);
                 free(ptx);
             }
         }
     char *ptx = NULL;
-    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 runs on mma.sync"));
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 activations are loaded by cp.async"));
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA}, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n"));
+    free(ptx);
+    ptx = NULL;
     ck_assert_int_eq(ptx_for("nvfp4,as=f32", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0"));
     ck_assert_int_eq(ptx_for("nvfp4,ag=48", WB_ARCH_SM90A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);

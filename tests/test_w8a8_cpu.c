@@ -14,8 +14,14 @@
  *
  * wgmma (sm_90a: s8 above M = 64, fp8 at every M) is modelled per warp: its 16 rows of m64nNk32 from
  * the warp's A registers and the B tile that the descriptor addresses (128B swizzle decoded from the
- * descriptor bits), complete at issue; fence, commit and wait are no-ops. Swapping off the swizzle
- * or ignoring a false scale-d in the model makes the wgmma cases fail.
+ * descriptor bits), computed at issue. The hardware reads B at any time until wgmma.wait_group, and
+ * through the async proxy; so a shared-memory write (st.shared, cp.async) into a 16-byte chunk that an
+ * incomplete wgmma of any warp reads (issued and not yet past its warp's wait_group 0; commit closes
+ * a group) aborts the case, and so does a wgmma reading a word whose last generic write was not
+ * followed by a fence.proxy.async of its writer (a cp.async counts as written at issue, and the barrier
+ * that must come between the fence and the read is not checked).
+ * wgmma.fence is a no-op; wait_group N > 0 is not modelled. Swapping off the swizzle or ignoring a
+ * false scale-d in the model makes the wgmma cases fail, as does ignoring the fences or the waits.
  *
  * fp8 (mma.sync m16n8k32 .f32.<w>.<a>.f32, the same fragments with fp8 codes, decoded exactly): the PTX
  * ISA does not define the order or the internal precision in which the tensor core adds the 32 products
@@ -26,23 +32,35 @@
  * the split-K adds and the two scale products, with margin for a hardware that truncates).
  *
  * fp4 activations (a=e2m1, run_case_fp4): the 16-bit kernel, mma.sync m16n8k16 .f32.T.T.f32 (m16n8k8 on
- * sm_75) with T f16, or bf16 when a scale is e8m0 (wb_format_compute), both operands dequantized in
- * registers. The weights go through the dequant rules (bit moves; on sm_100a / sm_120a the hardware
- * cvt.rn.f16x2.e2m1x2, modelled from the reference codec); the activation codes (4-bit rows by
- * ldmatrix, as W4A4's) through lower_act4.c: prmt, shifts and lop3 place each code's bits, then two
- * fma.rn.f16x2 / bf16x2 (modelled as tests/test_dequant.c does: each half a * b + c rounded once to
- * nearest even, subnormals kept) by the exponent fix and by the block scale, whose 8-bit code (e4m3 or
- * e8m0, read from p_ascale by a u8, u16 or u32 load) max, mul.lo and shifts turn into a T pair; the
- * tensor scales (p_aglobal, and the weights' at the end of the channel array) multiply the f32 sums in
- * the epilogue. The f16/bf16 MMA is modelled from the PTX fragments (A: a0 = row gid, k 2 tig and
- * 2 tig + 1, low half first, a1 row gid + 8, a2 / a3 those at k + 8; B: b0 = k 2 tig, 2 tig + 1 of
- * column gid, b1 at k + 8; C as above; m16n8k8: a0, a1, b0) like the fp8 one: c plus the exact sum of
- * its products, rounded once to f32, so the outputs are checked against the float64 reference within
- * the same bound. The data keep every dequantized value exact in T (scales of 4 significant bits, as
- * the kernel's exactness argument assumes), so that bound covers only the f32 sums and the scale
- * products. Mutating the activation dequant (prmt selector, shifts, masks, exponent constants, the
- * scale bytes and their groups, a token's row) or the fp4 k order of the weight packing makes these
- * cases fail. */
+ * sm_75) with T f16, or bf16 when a scale is e8m0 (wb_format_compute). The weights go through the
+ * dequant rules (bit moves; on sm_100a / sm_120a the hardware cvt.rn.f16x2.e2m1x2, modelled from the
+ * reference codec); the activation codes (32-byte rows beside the A tile) are made a 16-bit A tile by
+ * the whole block (lower_act4.c: a word of 8 codes per item, prmt, shifts and lop3 place each code's
+ * bits, then two fma.rn.f16x2 / bf16x2 (modelled as tests/test_dequant.c does: each half a * b + c
+ * rounded once to nearest even, subnormals kept) by the exponent fix and by the block scale, whose
+ * 8-bit code (e4m3 or e8m0, read from p_ascale by u8 loads, the next tile's during this one) max,
+ * mul.lo and shifts turn into a T pair; st.shared.v4 into the swizzled 16-bit rows), then read by
+ * ldmatrix as 16-bit activations are; the tensor scales (p_aglobal, and the weights' at the end of the
+ * channel array) multiply the f32 sums in the epilogue. The f16/bf16 MMA is modelled from the PTX
+ * fragments (A: a0 = row gid, k 2 tig and 2 tig + 1, low half first, a1 row gid + 8, a2 / a3 those at
+ * k + 8; B: b0 = k 2 tig, 2 tig + 1 of column gid, b1 at k + 8; C as above; m16n8k8: a0, a1, b0) like
+ * the fp8 one: c plus the exact sum of its products, rounded once to f32, so the outputs are checked
+ * against the float64 reference within the same bound. The data keep every dequantized value exact in
+ * T (scales of 4 significant bits, as the kernel's exactness argument assumes), so that bound covers
+ * only the f32 sums and the scale products. Mutating the activation dequant (prmt selector, shifts,
+ * masks, exponent constants, the scale bytes and their groups, a token's row) makes these cases fail.
+ *
+ * 16-bit wgmma (m64nNk16 .f32.T.T, T f16 or bf16, A in registers; the fp4-activation kernels forced
+ * onto wgmma on sm_90a: wgmma16_kernel_matches_reference) is modelled per warp as the 8-bit one: A the
+ * warp's 16 rows in m16n8k16's A fragment (a0 = row gid, k 2 tig and 2 tig + 1, low half first, a1 row
+ * gid + 8, a2 / a3 those at k + 8); B the step's 32 bytes (16 values) of each token's 128-byte swizzled
+ * row, the descriptor decoded as above (a k16 step is its start address 32 bytes on, inside the row);
+ * D as m16n8's repeated along N. Each f32 output is c (zero for a false scale-d) plus the exact sum of
+ * its 16 products, rounded once to f32, as for the mma.sync ones, so these cases are checked within the
+ * same bound. Swapping A's rows and k halves or a register's two halves, B's k halves, D's pairs, f16
+ * for bf16, dropping the swizzle or ignoring scale-d in the model makes them fail. The 16-bit-activation
+ * kernels (w4a16 and the like) have no case here: the interpreter has no run path for f16 / bf16
+ * activations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +94,12 @@ typedef struct gbuf {
     const char *name;
 } gbuf;
 
+/* A warp's wgmma reads of shared memory not yet waited for: the 16-byte chunks (each once), the first
+ * `committed` of them in committed groups. */
+typedef struct wgmma_flight {
+    int *chunk, n, committed;
+} wgmma_flight;
+
 typedef struct emu {
     const wb_func *f;
     const char *const *labels; /* per insn: its label text (LABEL insns), else NULL */
@@ -87,7 +111,15 @@ typedef struct emu {
     int nbufs;
     unsigned ctaid[2];
     thread *t;
-    int nthreads;
+    int nthreads, cur; /* cur: the thread run_thread runs */
+    /* the async proxy (wgmma's reads of B): per 16-byte chunk of shared memory, bit w while warp w has an
+     * incomplete wgmma reading it (flight[w]: those chunks); per 4-byte word, the last generic write
+     * (st.shared, cp.async): (its thread + 1) << 32 | that thread's count of fence.proxy.async then (0:
+     * none since the block began); per thread, its count of fence.proxy.async */
+    uint32_t *reading;
+    wgmma_flight *flight;
+    uint64_t *written;
+    uint32_t *fences;
 } emu;
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
@@ -122,6 +154,41 @@ static uint8_t *shared_at(emu *e, uint64_t addr, int bytes)
     return e->smem + addr;
 }
 
+/* A generic-proxy write (st.shared, cp.async) of `bytes` at addr by thread e->cur: no incomplete wgmma
+ * may read those bytes (the hardware reads B at any time before wgmma.wait_group), and the async proxy
+ * sees them only after the writer's next fence.proxy.async. */
+static void shared_write(emu *e, uint64_t addr, int bytes)
+{
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        if (e->reading[c]) {
+            int w = 0;
+            while (!(e->reading[c] >> w & 1))
+                w++;
+            ck_abort_msg("thread %d (insn %d) writes shared %llu (+%d) while warp %d's incomplete wgmma reads it",
+                         e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes, w);
+        }
+    for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
+        e->written[a] = (uint64_t)(e->cur + 1) << 32 | e->fences[e->cur];
+}
+
+/* wgmma (warp w) reads `bytes` of B at addr: their writers must have fenced the async proxy since (and
+ * met the warp at a barrier: the interpreter runs a thread on only to its next barrier or collective);
+ * the chunk stays in the warp's flight until its wgmma.wait_group. */
+static void async_read(emu *e, int w, uint64_t addr, int bytes)
+{
+    for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++) {
+        uint64_t wr = e->written[a];
+        CHECK(!wr || e->fences[(wr >> 32) - 1] != (uint32_t)wr,
+              "warp %d's wgmma (insn %d) reads shared %llu, written by thread %d with no fence.proxy.async since", w,
+              e->t[32 * w].pc, (unsigned long long)(4 * a), (int)(wr >> 32) - 1);
+    }
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        if (!(e->reading[c] >> w & 1)) {
+            e->reading[c] |= 1u << w;
+            e->flight[w].chunk[e->flight[w].n++] = (int)c;
+        }
+}
+
 /* A global access of `bytes` at addr: naturally aligned, inside one of the case's buffers. */
 static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
 {
@@ -150,7 +217,7 @@ static int is_collective(wb_op op)
 {
     return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
-           op == WB_OP_WGMMA_F8 || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8;
+           op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -267,6 +334,8 @@ static void store(emu *e, const char *ty, uint64_t addr, uint64_t v, int shared)
 {
     int bytes = access_bytes(ty);
     uint8_t *p = shared ? shared_at(e, addr, bytes) : global_at(e, addr, bytes, 1);
+    if (shared)
+        shared_write(e, addr, bytes);
     uint32_t x = (uint32_t)v;
     memcpy(p, &x, (size_t)bytes);
 }
@@ -299,6 +368,7 @@ static uint64_t prmt(uint64_t a, uint64_t b, uint64_t c)
 static void run_thread(emu *e, int i)
 {
     thread *th = &e->t[i];
+    e->cur = i;
     while (th->state == RUN) {
         const wb_insn *in = &e->f->insns[th->pc];
         const wb_opnd *o = in->o;
@@ -390,6 +460,7 @@ static void run_thread(emu *e, int i)
             break;
         case WB_OP_CP_ASYNC:
             memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
+            shared_write(e, val(th, &o[0]), 16);
             break;
         case WB_OP_BAR_SYNC: th->state = AT_BAR; return;
         case WB_OP_BRA: next = jump(e, o[0].text); break;
@@ -398,7 +469,18 @@ static void run_thread(emu *e, int i)
         case WB_OP_RET: th->state = DONE; return;
         case WB_OP_PACK_B64: *d = (val(th, &o[1]) & 0xffffffffull) | val(th, &o[2]) << 32; break;
         case WB_OP_CP_ASYNC_COMMIT: case WB_OP_CP_ASYNC_WAIT: case WB_OP_GRIDDEP_WAIT: case WB_OP_GRIDDEP_LAUNCH:
-        case WB_OP_WGMMA_FENCE: case WB_OP_WGMMA_COMMIT: case WB_OP_WGMMA_WAIT: case WB_OP_FENCE_PROXY_ASYNC:
+        case WB_OP_FENCE_PROXY_ASYNC: e->fences[i]++; break;
+        case WB_OP_WGMMA_COMMIT: e->flight[i / 32].committed = e->flight[i / 32].n; break;
+        case WB_OP_WGMMA_WAIT: { /* .sync.aligned: the warp's lanes wait together, so the first one ends them */
+            wgmma_flight *fl = &e->flight[i / 32];
+            CHECK(val(th, &o[0]) == 0, "wgmma.wait_group %d is not modelled", (int)val(th, &o[0]));
+            for (int j = 0; j < fl->committed; j++)
+                e->reading[fl->chunk[j]] &= ~(1u << (i / 32));
+            memmove(fl->chunk, fl->chunk + fl->committed, (size_t)(fl->n - fl->committed) * sizeof *fl->chunk);
+            fl->n -= fl->committed, fl->committed = 0;
+            break;
+        }
+        case WB_OP_WGMMA_FENCE:
         case WB_OP_LABEL: case WB_OP_COMMENT: break;
         default: ck_abort_msg("instruction op %d is not modelled", (int)in->op);
         }
@@ -494,61 +576,108 @@ static void run_mma_f16(const wb_insn *in, uint64_t *r[32])
             r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
 }
 
-/* Byte (token n, k) of the K-major 8-bit tile a wgmma B descriptor points at: start address bits 0..13
- * (<< 4), stride between 8-row groups bits 32..45 (<< 4), 128B swizzle (mode 1 in bits 62..63: the
- * 16-byte chunk index, address bits 4..6, XORed with the row within the 1024-byte atom, bits 7..9). */
-static uint8_t wgmma_b_byte(emu *e, uint64_t desc, int n, int k)
+/* The shared address of byte `byte` (0..127) of token n's 128-byte row in the K-major tile a wgmma B
+ * descriptor points at: start address bits 0..13 (<< 4), stride between 8-row groups bits 32..45 (<< 4),
+ * base offset bits 49..51 zero, 128B swizzle (mode 1 in bits 62..63: the 16-byte chunk index, address
+ * bits 4..6, XORed with the row within the 1024-byte atom, bits 7..9). The leading byte offset (bits
+ * 16..29) is unused by a swizzled K-major tile. A step's bytes must lie inside the row its start
+ * address points into. */
+static uint64_t wgmma_b_addr(uint64_t desc, int n, int byte)
 {
     CHECK(desc >> 62 == 1, "wgmma descriptor swizzle mode %d is not modelled", (int)(desc >> 62));
+    CHECK((desc >> 49 & 7) == 0, "wgmma descriptor base offset %d is not modelled", (int)(desc >> 49 & 7));
     uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
-    uint64_t lin = start + (uint64_t)(n / 8) * sbo + (uint64_t)(n % 8) * 128 + (uint64_t)k;
-    return *shared_at(e, lin ^ (((lin >> 7) & 7) << 4), 1);
+    CHECK(start % 128 + (uint64_t)byte < 128, "wgmma B step at row offset %d + byte %d leaves the 128-byte row",
+          (int)(start % 128), byte);
+    uint64_t lin = start + (uint64_t)(n / 8) * sbo + (uint64_t)(n % 8) * 128 + (uint64_t)byte;
+    return lin ^ (((lin >> 7) & 7) << 4);
 }
 
-/* wgmma m64nNk32 with 8-bit A in registers, one warp's 16 rows of it (rows depend on this warp's A
- * fragment and write only its D fragment, so a warp is modelled on its own, run when it arrives; the
- * group is complete at once): A as m16n8k32's A, B from shared memory through the descriptor, D as
- * m16n8's repeated along N (N / 8 blocks of 4 registers). scale-d false: D = A x B. s8: exact s32,
- * wrapping; fp8: each output plus the exact sum of its 32 products, rounded once to f32, as for
- * mma.sync (head comment). */
-static void run_wgmma(emu *e, const wb_insn *in, uint64_t *r[32])
+/* wgmma m64nNk32 with 8-bit A (WB_OP_WGMMA_S8, _F8) or m64nNk16 with f16 / bf16 A (WB_OP_WGMMA), A in
+ * registers, one warp's 16 rows of it (rows depend on this warp's A fragment and write only its D
+ * fragment, so a warp is modelled on its own, run when it arrives; the group is complete at once): A
+ * as m16n8k32's A (8-bit) or m16n8k16's (16-bit: a0 = row gid, k 2 tig, 2 tig + 1, low half first, a1
+ * row gid + 8, a2 / a3 those at k + 8), B from shared memory through the descriptor (k32 of 8-bit
+ * codes or k16 of 16-bit values: 32 bytes of each token's swizzled row), D as m16n8's repeated along N
+ * (N / 8 blocks of 4 registers). scale-d false: D = A x B. s8: exact s32, wrapping; fp8, f16, bf16:
+ * each output plus the exact sum of its 32 / 16 products, rounded once to f32, as for mma.sync (head
+ * comment). */
+/* An operand's value in one lane's registers. */
+static uint64_t lane_val(const uint64_t *r, const wb_opnd *o) { return o->kind == WB_O_REG ? r[o->v] : (uint64_t)o->v; }
+
+static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
 {
     const wb_opnd *o = in->o;
-    int fp8 = in->op == WB_OP_WGMMA_F8, nn = 2 * (int)o[0].v;
+    int fp8 = in->op == WB_OP_WGMMA_F8, h16 = in->op == WB_OP_WGMMA, nn = 2 * (int)o[0].v, kk = h16 ? 16 : 32;
+    int bf = 0, tn = 0, tk = 0;
+    CHECK(in->type && sscanf(in->type, "m64n%dk%d.", &tn, &tk) == 2 && tn == nn && tk == kk && nn % 8 == 0 &&
+              nn >= 8 && nn <= 256 && o[0].kind == WB_O_LIST && o[1].kind == WB_O_LIST && o[1].v == 4,
+          "wgmma .%s with %d accumulators is not modelled", in->type ? in->type : "?", (int)o[0].v);
     wb_type ta = {0}, tb = {0};
     if (fp8)
         ta = fp8_type(strstr(in->type, ".f32.") + 5, 0), tb = fp8_type(strstr(in->type, ".f32.") + 5, 1);
-    double a[16][32], c[16][256];
-    uint64_t desc = r[0][o[2].v];
-    int acc = r[0][o[3].v] != 0;
+    if (h16) {
+        const char *t = strstr(in->type, ".f32.");
+        CHECK(t && (!strcmp(t + 5, "f16.f16") || !strcmp(t + 5, "bf16.bf16")), "wgmma .%s is not modelled", in->type);
+        bf = t[5] == 'b';
+    }
+    static double a[16][32], b[32][256], c[16][256];
+    uint64_t desc = lane_val(r[0], &o[2]);
+    int acc = lane_val(r[0], &o[3]) != 0;
     for (int l = 0; l < 32; l++) {
         int gid = l / 4, tig = l % 4;
-        for (int q = 0; q < 4; q++)
-            for (int reg = 0; reg < 4; reg++) {
-                uint8_t code = (uint8_t)byte_of(r[l][o[1].list[reg].id], q);
+        CHECK(lane_val(r[l], &o[2]) == desc && (lane_val(r[l], &o[3]) != 0) == acc,
+              "the lanes of a warp disagree on a wgmma's descriptor or scale-d");
+        for (int reg = 0; reg < 4; reg++) {
+            uint64_t v = r[l][o[1].list[reg].id];
+            if (h16) {
+                int row = gid + 8 * (reg & 1), col = 8 * (reg >> 1) + 2 * tig;
+                a[row][col] = half_to_double(bf, v & 0xFFFF);
+                a[row][col + 1] = half_to_double(bf, v >> 16 & 0xFFFF);
+                continue;
+            }
+            for (int q = 0; q < 4; q++) {
+                uint8_t code = (uint8_t)byte_of(v, q);
                 a[gid + 8 * (reg & 1)][(reg >> 1) * 16 + tig * 4 + q] = fp8 ? wb_type_decode(ta, code) : (int8_t)code;
             }
+        }
         for (int j = 0; j < nn / 8; j++)
             for (int i = 0; i < 4; i++) {
                 uint64_t v = r[l][o[0].list[j * 4 + i].id];
-                c[gid + 8 * (i >> 1)][j * 8 + tig * 2 + (i & 1)] = fp8 ? (double)as_f32(v) : (double)(int32_t)(uint32_t)v;
+                c[gid + 8 * (i >> 1)][j * 8 + tig * 2 + (i & 1)] =
+                    fp8 || h16 ? (double)as_f32(v) : (double)(int32_t)(uint32_t)v;
             }
     }
+    for (int n = 0; n < nn; n++)
+        for (int k = 0; k < kk; k++) {
+            if (h16) {
+                uint16_t v;
+                uint64_t addr = wgmma_b_addr(desc, n, 2 * k);
+                memcpy(&v, shared_at(e, addr, 2), 2);
+                async_read(e, warp, addr, 2);
+                b[k][n] = half_to_double(bf, v);
+                continue;
+            }
+            uint64_t addr = wgmma_b_addr(desc, n, k);
+            uint8_t code = *shared_at(e, addr, 1);
+            async_read(e, warp, addr, 1);
+            b[k][n] = fp8 ? wb_type_decode(tb, code) : (double)(int8_t)code;
+        }
     for (int m = 0; m < 16; m++)
         for (int n = 0; n < nn; n++) {
-            double sum = 0; /* exact: s8 products summed below 2^53; fp8 as run_mma_fp8 */
-            for (int k = 0; k < 32; k++) {
-                uint8_t code = wgmma_b_byte(e, desc, n, k);
-                sum += a[m][k] * (fp8 ? wb_type_decode(tb, code) : (double)(int8_t)code);
-            }
+            double sum = 0; /* exact for s8 (below 2^53) and fp8 (as run_mma_fp8); for f16 / bf16 the products
+                             * are exact, their sum within 2^-53 of the largest, far below the f32 rounding */
+            for (int k = 0; k < kk; k++)
+                sum += a[m][k] * b[k][n];
             double prev = acc ? c[m][n] : 0;
-            c[m][n] = fp8 ? (double)(float)(prev + sum) : (double)(int32_t)(uint32_t)(uint64_t)(int64_t)(prev + sum);
+            c[m][n] = fp8 || h16 ? (double)(float)(prev + sum)
+                                 : (double)(int32_t)(uint32_t)(uint64_t)(int64_t)(prev + sum);
         }
     for (int l = 0; l < 32; l++)
         for (int j = 0; j < nn / 8; j++)
             for (int i = 0; i < 4; i++) {
                 double v = c[l / 4 + 8 * (i >> 1)][j * 8 + (l % 4) * 2 + (i & 1)];
-                r[l][o[0].list[j * 4 + i].id] = fp8 ? from_f32((float)v) : (uint32_t)(int32_t)v;
+                r[l][o[0].list[j * 4 + i].id] = fp8 || h16 ? from_f32((float)v) : (uint32_t)(int32_t)v;
             }
 }
 
@@ -624,8 +753,8 @@ static void run_collective(emu *e, int base)
         run_mma_f16(in, r);
         return;
     }
-    if (in->op == WB_OP_WGMMA_S8 || in->op == WB_OP_WGMMA_F8) {
-        run_wgmma(e, in, r);
+    if (in->op == WB_OP_WGMMA_S8 || in->op == WB_OP_WGMMA_F8 || in->op == WB_OP_WGMMA) {
+        run_wgmma(e, base / 32, in, r);
         return;
     }
     int k32 = in->op == WB_OP_MMA_S8_K32, rows = k32 ? 16 : 8, kk = k32 ? 32 : 16;
@@ -662,6 +791,11 @@ static void run_collective(emu *e, int base)
 static void run_block(emu *e)
 {
     memset(e->smem, 0xA5, (size_t)e->smem_bytes); /* stale shared memory is garbage */
+    memset(e->reading, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->reading);
+    memset(e->written, 0, (size_t)(e->smem_bytes / 4) * sizeof *e->written);
+    memset(e->fences, 0, (size_t)e->nthreads * sizeof *e->fences);
+    for (int w = 0; w < e->nthreads / 32; w++)
+        e->flight[w].n = e->flight[w].committed = 0;
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].pc = 0;
         e->t[i].state = RUN;
@@ -764,7 +898,16 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     const char **labels = calloc((size_t)fn->ninsns, sizeof *labels);
     e.smem = malloc((size_t)e.smem_bytes);
     e.t = calloc((size_t)e.nthreads, sizeof *e.t);
-    ck_assert(labels && e.smem && e.t);
+    ck_assert(e.smem_bytes % 16 == 0 && e.nthreads % 32 == 0 && e.nthreads <= 32 * 32);
+    e.reading = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.reading);
+    e.written = malloc((size_t)(e.smem_bytes / 4) * sizeof *e.written);
+    e.fences = malloc((size_t)e.nthreads * sizeof *e.fences);
+    e.flight = calloc((size_t)(e.nthreads / 32), sizeof *e.flight);
+    ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight);
+    for (int w = 0; w < e.nthreads / 32; w++) {
+        e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
+        ck_assert_ptr_nonnull(e.flight[w].chunk);
+    }
     for (int i = 0; i < fn->ninsns; i++)
         labels[i] = fn->insns[i].op == WB_OP_LABEL ? fn->insns[i].o[0].text : NULL;
     e.labels = labels;
@@ -779,6 +922,9 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
         }
     for (int i = 0; i < e.nthreads; i++)
         free(e.t[i].r);
+    for (int w = 0; w < e.nthreads / 32; w++)
+        free(e.flight[w].chunk);
+    free(e.flight), free(e.fences), free(e.written), free(e.reading);
     free(e.t);
     free(e.smem);
     free(labels);
@@ -889,7 +1035,7 @@ static double stored_value(wb_type t, const uint8_t *base, int64_t i)
     return wb_type_decode(t, code);
 }
 
-/* fp4 activations (a=e2m1): the 16-bit kernel, both operands dequantized in registers. Data: random
+/* fp4 activations (a=e2m1): the 16-bit kernel on the 16-bit tile the block makes of them. Data: random
  * weight codes (every code of the type), random scales (random_scale), a weight tensor scale (wgs=1),
  * a bias; f32 activations whose magnitude changes every 16 along K (2^-6 .. 2^3, a sixteenth of the
  * blocks zero: small, subnormal and zero block scales), quantized by wb_reference_quantize_acts, then a
@@ -1219,6 +1365,30 @@ START_TEST(fp4_acts_kernel_matches_reference)
 }
 END_TEST
 
+/* fp4 activations on wgmma (sm_90a, forced: the heuristic keeps them on mma.sync): the block's 16-bit
+ * tile of dequantized activations read through descriptors by m64nNk16 .f32.T.T (128B swizzle, k16
+ * steps of 32 bytes, fenced for the async proxy, not rewritten while a group reads it), the weights
+ * dequantized into the A registers. The heuristic's shape (32 tokens) for NVFP4 (f16) and MX (bf16,
+ * e8m0 scales, a bias), tails past M; then forced ones: N = 8 to 256 tokens, two warpgroups of
+ * channels, split K over 2 and 4 warpgroups, three to five stages. */
+START_TEST(wgmma16_kernel_matches_reference)
+{
+    static const int64_t ms[] = {100, 300};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        run_case_fp4("nvfp4", WB_ARCH_SM90A, ms[i], 256, 1024, (wb_config){.mma = WB_MMA_WGMMA});
+    run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,bias=1", WB_ARCH_SM90A, 129, 256, 1024,
+                 (wb_config){.mma = WB_MMA_WGMMA});
+    run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM90A, 37, 256, 1024,
+                 (wb_config){.mma = WB_MMA_WGMMA, .m_tiles = 1, .warps_n = 4, .warps_k = 4, .stages = 3});
+    run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 300, 256, 1024,
+                 (wb_config){.mma = WB_MMA_WGMMA, .m_tiles = 8, .warps_n = 4, .warps_k = 2, .stages = 4});
+    run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM90A, 300, 256, 1024,
+                 (wb_config){.mma = WB_MMA_WGMMA, .m_tiles = 16, .warps_n = 8, .warps_k = 2, .stages = 4});
+    run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 300, 256, 1024,
+                 (wb_config){.mma = WB_MMA_WGMMA, .m_tiles = 32, .warps_n = 8, .warps_k = 1, .stages = 5});
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -1235,6 +1405,7 @@ int main(void)
     tcase_add_test(t, w4a8_e2m1_matches_reference);
     tcase_add_test(t, w4a4_kernel_matches_reference);
     tcase_add_test(t, fp4_acts_kernel_matches_reference);
+    tcase_add_test(t, wgmma16_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }
