@@ -280,7 +280,13 @@ WB_API wb_status wb_gpu_sync(wb_gpu *gpu);
 
 /* Load PTX into a module (cached by the sha256 of the PTX) and return its kernel function. */
 WB_API wb_status wb_gpu_load(wb_gpu *gpu, const char *ptx, const char *entry, void **function_out);
-/* Launch a loaded function on a stream (NULL = the default stream). */
+/* Launch a loaded function on a stream (NULL = the default stream). On sm_90 and newer the GEMM
+ * kernels are launched with programmatic dependent launch: they may start while the previous kernel
+ * on the stream still runs, and read their first tiles of packed weights, scales and channel arrays
+ * before waiting for it (griddepcontrol.wait); activations, activation scales and the output only
+ * after. So the kernel just before a GEMM on the stream must not write that GEMM's packed weights
+ * (a copy or memset between them is fine: PDL applies to kernel after kernel only), or set
+ * WARBLE_PDL=0. */
 WB_API wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, void *stream,
                                void **params);
 

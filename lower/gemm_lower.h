@@ -69,6 +69,7 @@ typedef struct lw {
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
+    int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
 } lw;
 
 /* Code words of one lane for its warp's slice: B per k64. */

@@ -204,15 +204,23 @@ static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
 
 
 
-/* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
-void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
+/* What a stage's copies take: the activation tile (the previous kernel's output, under PDL) and the
+ * weight codes and scales (the layer's own, written before any launch). */
+enum { COPY_ACTS = 1, COPY_WEIGHTS = 2, COPY_ALL = 3 };
+
+/* Issue the `parts` of the copies of block tile `kt` into the stage at offset `stage_off`. */
+static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
 {
     int wkn = L->cfg->warps_k;
-    if (L->tma)
-        wb_tma_issue(L, stage_off, kt);
-    int copied_bits = L->lay.q_row ? L->fmt->a.bits : L->lay.a_bits; /* fp4: the codes, not the 16-bit tile */
-    wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * copied_bits / 8));
-    issue_plan(L, &L->pa, stage_off, akoff);
+    if (parts & COPY_ACTS) {
+        if (L->tma)
+            wb_tma_issue(L, stage_off, kt);
+        int copied_bits = L->lay.q_row ? L->fmt->a.bits : L->lay.a_bits; /* fp4: the codes, not the 16-bit tile */
+        wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * copied_bits / 8));
+        issue_plan(L, &L->pa, stage_off, akoff);
+    }
+    if (!(parts & COPY_WEIGHTS))
+        return;
     issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
         slot one = L->ps.s[i];
@@ -226,6 +234,9 @@ void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt)
         issue_plan(L, &single, stage_off, koff);
     }
 }
+
+/* Issue the copies of block tile `kt` into the stage at offset `stage_off`. */
+void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt) { issue_parts(L, stage_off, kt, COPY_ALL); }
 
 /* Issue the copies of tile `next` into the write stage unless it is past K, and commit the group
  * either way (the cp.async group count stays one per iteration). */
@@ -312,32 +323,47 @@ static void plan_frags(lw *L)
 
 static void lower_kloop(lw *L)
 {
-    int stage = L->lay.stage, ahead = L->cfg->stages - 1;
-    /* programmatic dependent launch: everything above overlaps the previous kernel's tail; no global
-     * memory is touched before that kernel has finished */
-    if (L->t->features & WB_FEAT_GRIDDEP)
-        wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    int stage = L->lay.stage, ahead = L->cfg->stages - 1, pdl = (L->t->features & WB_FEAT_GRIDDEP) != 0;
+    /* When is the next kernel let in? Decode kernels of one m-tile (M <= 8 on mma.sync) let it in at
+     * the top: once every block has started, the driver schedules the next kernel's blocks into the
+     * slots these leave, where they stream their first weight tiles (below) and wait. That took 4 to
+     * 7% off M = 1 on three of the four suite shapes (H200, two runs), but cost 17 to 33% at M = 16 on
+     * two (the next kernel's blocks pile into the SMs that free first), and 2% at M = 4096; so every
+     * other kernel lets it in after its K loop (lower_epilogue). docs/perf.md. */
+    L->pdl_top = pdl && L->cfg->mma == WB_MMA_SYNC && L->cfg->m_tiles == 1;
+    if (L->pdl_top)
+        wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (L->tma)
         wb_tma_setup(L);
     plan_copies(L);
     plan_frags(L);
-    if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 */
-        wb_act4_setup(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    if (async_copies(L)) {
-        for (int s = 0; s < ahead; s++) {
+    /* programmatic dependent launch: everything above overlaps the previous kernel's tail, and so do
+     * the first stages' weight codes and scales, which no kernel writes; the activations, their scales
+     * and the output wait until the previous kernel has finished */
+    int early = pdl && async_copies(L) ? COPY_WEIGHTS : 0;
+    for (int pass = early ? 0 : 1; pass < 2; pass++) {
+        if (pass == 1 && pdl)
+            wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+        for (int s = 0; async_copies(L) && s < ahead; s++) {
             wb_reg kts = mov(L, "u32", WB_RC_B32, wb_imm(s));
             wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
             const char *skip = wb_new_label(L->f, "pro");
             wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(kts), wb_r(L->nkt));
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-            wb_gemm_issue_stage(L, mov(L, "u32", WB_RC_B32, wb_imm((int64_t)s * stage)), kts);
+            issue_parts(L, mov(L, "u32", WB_RC_B32, wb_imm((int64_t)s * stage)), kts, pass ? COPY_ALL & ~early
+                                                                                           : COPY_WEIGHTS);
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-            wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
+            /* one group a stage, after the wait: group 0 then holds every early copy too */
+            if (pass)
+                wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
         }
-        L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     }
+    if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 (global memory) */
+        wb_act4_setup(L);
+    if (async_copies(L))
+        L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
         wb_wgmma_land(L, ahead - 1, 0);
         if (L->afp4)
@@ -834,7 +860,8 @@ static void lower_epilogue(lw *L, int acc)
         return;
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
     const char *done = wb_new_label(L->f, "done");
-    if (L->t->features & WB_FEAT_GRIDDEP) /* the next kernel may start its prologue now */
+    /* the next kernel may be scheduled now, unless it was at the top (lower_kloop) */
+    if ((L->t->features & WB_FEAT_GRIDDEP) && !L->pdl_top)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (wkn > 1) {
         if (async_copies(L))

@@ -229,7 +229,8 @@ wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, vo
                        d->smem_bytes, gpu->name, gpu->smem_optin);
     if (gpu->pdl) {
         /* programmatic dependent launch: the kernel may start while the previous one in the stream
-         * finishes; its griddepcontrol.wait holds it before any global memory access */
+         * finishes; it streams its first weight tiles and then waits in griddepcontrol.wait before it
+         * touches the activations or the output */
         CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -81,16 +81,24 @@ enum { RUN, AT_WARP, AT_BAR, DONE };
 
 typedef struct thread {
     int pc, state;
+    int waited;   /* past griddepcontrol.wait */
+    int launched; /* griddepcontrol.launch_dependents executed */
     uint64_t *r;
 } thread;
 
 enum { NPARAMS = 10, MAX_BUFS = 8 };
 
+/* What a buffer is to the kernel: its output; an input that the previous kernel on the stream may
+ * write (activations and their scales); or the layer's own packed data, which no kernel writes. */
+enum { BUF_OUT, BUF_INPUT, BUF_LAYER };
+
 /* A host buffer the kernel may address through a parameter: every global access must lie inside one
- * (and a store inside a writable one), so a read past an array fails here, not only under ASan. */
+ * (and a store inside the output), so a read past an array fails here, not only under ASan. Under
+ * programmatic dependent launch (targets with griddepcontrol) only the layer's data may be touched
+ * before griddepcontrol.wait. */
 typedef struct gbuf {
     uintptr_t lo, hi;
-    int writable;
+    int kind;
     const char *name;
 } gbuf;
 
@@ -120,6 +128,7 @@ typedef struct emu {
     wgmma_flight *flight;
     uint64_t *written;
     uint32_t *fences;
+    int pdl; /* the target has griddepcontrol: the kernel is launched with PDL */
 } emu;
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
@@ -196,7 +205,10 @@ static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
           (unsigned long long)addr);
     for (int i = 0; i < e->nbufs; i++)
         if (addr >= e->bufs[i].lo && addr + (uint64_t)bytes <= e->bufs[i].hi) {
-            CHECK(!store || e->bufs[i].writable, "global store into the read-only %s", e->bufs[i].name);
+            CHECK(!store || e->bufs[i].kind == BUF_OUT, "global store into the read-only %s", e->bufs[i].name);
+            CHECK(!e->pdl || e->t[e->cur].waited || e->bufs[i].kind == BUF_LAYER,
+                  "global %s of the %s before griddepcontrol.wait (the previous kernel may still write it)",
+                  store ? "store" : "load", e->bufs[i].name);
             return (uint8_t *)(uintptr_t)addr;
         }
     ck_abort_msg("global %s of %d bytes at %#llx lies outside every buffer", store ? "store" : "load", bytes,
@@ -468,7 +480,9 @@ static void run_thread(emu *e, int i)
         case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_RET: th->state = DONE; return;
         case WB_OP_PACK_B64: *d = (val(th, &o[1]) & 0xffffffffull) | val(th, &o[2]) << 32; break;
-        case WB_OP_CP_ASYNC_COMMIT: case WB_OP_CP_ASYNC_WAIT: case WB_OP_GRIDDEP_WAIT: case WB_OP_GRIDDEP_LAUNCH:
+        case WB_OP_GRIDDEP_WAIT: th->waited = 1; break;
+        case WB_OP_GRIDDEP_LAUNCH: th->launched++; break;
+        case WB_OP_CP_ASYNC_COMMIT: case WB_OP_CP_ASYNC_WAIT:
         case WB_OP_FENCE_PROXY_ASYNC: e->fences[i]++; break;
         case WB_OP_WGMMA_COMMIT: e->flight[i / 32].committed = e->flight[i / 32].n; break;
         case WB_OP_WGMMA_WAIT: { /* .sync.aligned: the warp's lanes wait together, so the first one ends them */
@@ -797,7 +811,7 @@ static void run_block(emu *e)
     for (int w = 0; w < e->nthreads / 32; w++)
         e->flight[w].n = e->flight[w].committed = 0;
     for (int i = 0; i < e->nthreads; i++) {
-        e->t[i].pc = 0;
+        e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = 0;
         e->t[i].state = RUN;
         memset(e->t[i].r, 0, (size_t)e->f->nregs * sizeof *e->t[i].r);
     }
@@ -818,8 +832,12 @@ static void run_block(emu *e)
         }
         for (int i = 0; i < e->nthreads; i++)
             live += e->t[i].state != DONE, at_bar += e->t[i].state == AT_BAR;
-        if (!live)
+        if (!live) {
+            for (int i = 0; i < e->nthreads; i++)
+                CHECK(e->t[i].launched <= 1, "thread %d ran griddepcontrol.launch_dependents %d times", i,
+                      e->t[i].launched);
             return;
+        }
         if (!moved && at_bar == live) {
             for (int i = 0; i < e->nthreads; i++)
                 if (e->t[i].state == AT_BAR)
@@ -891,7 +909,8 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     const wb_func *fn = &b->fn;
     wb_launch_dims dims;
     ck_assert_int_eq(wb_kernel_dims(&b->f, &b->cfg, m, n, k, &dims), WB_OK);
-    emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs};
+    emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs,
+             .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0};
     ck_assert(nbufs <= MAX_BUFS);
     memcpy(e.bufs, bufs, (size_t)nbufs * sizeof *bufs);
     memcpy(e.params, params, sizeof e.params);
@@ -930,9 +949,9 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     free(labels);
 }
 
-static gbuf buf_of(const void *p, size_t bytes, int writable, const char *name)
+static gbuf buf_of(const void *p, size_t bytes, int kind, const char *name)
 {
-    return (gbuf){(uintptr_t)p, (uintptr_t)p + bytes, writable, name};
+    return (gbuf){(uintptr_t)p, (uintptr_t)p + bytes, kind, name};
 }
 
 /* Build the kernel of (spec, arch, config at M) and run its whole grid on random quantized data. */
@@ -978,10 +997,11 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     ck_assert_int_eq(wb_pack_acts(&f, m, k, acodes, apacked), WB_OK);
     uint64_t params[NPARAMS] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale,
                                 (uintptr_t)p.chan, (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)as, 0};
-    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, 1, "output"), buf_of(apacked, abytes, 0, "activations"),
-                   buf_of(p.w, p.w_bytes, 0, "weights"), buf_of(p.scale, p.scale_bytes, 0, "group scales"),
-                   buf_of(p.chan, p.chan_bytes, 0, "channel array"),
-                   buf_of(as, (size_t)(m * agroups) * 4, 0, "token scales")};
+    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, BUF_OUT, "output"),
+                   buf_of(apacked, abytes, BUF_INPUT, "activations"), buf_of(p.w, p.w_bytes, BUF_LAYER, "weights"),
+                   buf_of(p.scale, p.scale_bytes, BUF_LAYER, "group scales"),
+                   buf_of(p.chan, p.chan_bytes, BUF_LAYER, "channel array"),
+                   buf_of(as, (size_t)(m * agroups) * 4, BUF_INPUT, "token scales")};
     run_grid(&b, m, n, k, params, bufs, (int)(sizeof bufs / sizeof bufs[0]));
     char conf[128];
     wb_config_print(&cfg, conf, sizeof conf);
@@ -1095,11 +1115,12 @@ static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, i
     uint64_t params[NPARAMS] = {(uintptr_t)out, (uintptr_t)apacked, (uintptr_t)p.w, (uintptr_t)p.scale,
                                 (uintptr_t)p.chan, (uint64_t)m, (uint64_t)n, (uint64_t)k, (uintptr_t)ascale,
                                 f->ags ? (uintptr_t)aglobal : 0};
-    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, 1, "output"), buf_of(apacked, abytes, 0, "activations"),
-                   buf_of(p.w, p.w_bytes, 0, "weights"), buf_of(p.scale, p.scale_bytes, 0, "scale records"),
-                   buf_of(p.chan, p.chan_bytes, 0, "channel array"),
-                   buf_of(ascale, (size_t)(m * agroups), 0, "activation scales"),
-                   buf_of(aglobal, f->ags ? 4 : 0, 0, "activation tensor scale")};
+    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, BUF_OUT, "output"),
+                   buf_of(apacked, abytes, BUF_INPUT, "activations"), buf_of(p.w, p.w_bytes, BUF_LAYER, "weights"),
+                   buf_of(p.scale, p.scale_bytes, BUF_LAYER, "scale records"),
+                   buf_of(p.chan, p.chan_bytes, BUF_LAYER, "channel array"),
+                   buf_of(ascale, (size_t)(m * agroups), BUF_INPUT, "activation scales"),
+                   buf_of(aglobal, f->ags ? 4 : 0, BUF_INPUT, "activation tensor scale")};
     run_grid(&b, m, n, k, params, bufs, (int)(sizeof bufs / sizeof bufs[0]));
 
     char conf[128];
