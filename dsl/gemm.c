@@ -35,11 +35,34 @@ static wb_kernel *build_w8a8(wb_kernel *k)
     return k;
 }
 
-wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg)
+/* fp4 x fp4 where the MMA applies the block scales: codes and scale bytes of both operands go to the
+ * MMA as they are; the tensor scales multiply the f32 sums in the epilogue. */
+static wb_kernel *build_block_scaled(wb_kernel *k)
+{
+    int a = wb_load_tile(k, WB_OPERAND_A, k->cfg.stages);
+    int w = wb_load_tile(k, WB_OPERAND_W, k->cfg.stages);
+    int s = wb_load_tile(k, WB_OPERAND_SCALE, k->cfg.stages);
+    int as = wb_load_tile(k, WB_OPERAND_ASCALE, k->cfg.stages);
+    int acc = wb_acc(k);
+    wb_kloop(k);
+    int wf = wb_load_frag(k, w);
+    int sf = wb_load_frag(k, s);
+    int af = wb_load_frag(k, a);
+    int asf = wb_load_frag(k, as);
+    wb_mma_block(k, acc, wf, sf, af, asf);
+    wb_kloop_end(k);
+    wb_epilogue(k, acc);
+    return k;
+}
+
+wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg, int block_scale)
 {
     wb_kernel *k = wb_kernel_create(f, cfg);
     if (!k)
         return NULL;
+    k->block_scale = block_scale;
+    if (block_scale)
+        return build_block_scaled(k);
     if (wb_format_w8a8(f))
         return build_w8a8(k);
     int a = wb_load_tile(k, WB_OPERAND_A, cfg->stages);

@@ -63,7 +63,7 @@ static wb_tile_op *append(wb_kernel *k, wb_top op, const char *call)
     memset(o, 0, sizeof *o);
     o->op = op;
     o->result = -1;
-    o->args[0] = o->args[1] = o->args[2] = o->args[3] = -1;
+    o->args[0] = o->args[1] = o->args[2] = o->args[3] = o->args[4] = -1;
     return o;
 }
 
@@ -240,6 +240,32 @@ void wb_mma_scaled(wb_kernel *k, int acc, int weights, int acts, int scales)
     mma(k, "wb_mma_scaled", acc, weights, acts, scales);
 }
 
+void wb_mma_block(wb_kernel *k, int acc, int weights, int wscales, int acts, int ascales)
+{
+    const char *call = "wb_mma_block";
+    if (!k->block_scale) {
+        set_error(k, call, "the target's MMA does not apply this format's block scales");
+        return;
+    }
+    if (!expect(k, call, acc, WB_TOP_ACC) || !expect(k, call, weights, WB_TOP_LOAD_FRAG) ||
+        !expect(k, call, wscales, WB_TOP_LOAD_FRAG) || !expect(k, call, acts, WB_TOP_LOAD_FRAG) ||
+        !expect(k, call, ascales, WB_TOP_LOAD_FRAG))
+        return;
+    if (def_of(k, weights)->operand != WB_OPERAND_W || def_of(k, wscales)->operand != WB_OPERAND_SCALE ||
+        def_of(k, acts)->operand != WB_OPERAND_A || def_of(k, ascales)->operand != WB_OPERAND_ASCALE) {
+        set_error(k, call, "takes the W, SCALE, A and ASCALE fragments, in that order");
+        return;
+    }
+    wb_tile_op *o = append(k, WB_TOP_MMA_BLOCK, call);
+    if (o) {
+        o->args[0] = acc;
+        o->args[1] = weights;
+        o->args[2] = wscales;
+        o->args[3] = acts;
+        o->args[4] = ascales;
+    }
+}
+
 void wb_kloop_end(wb_kernel *k)
 {
     if (!k->depth) {
@@ -313,6 +339,7 @@ void wb_kernel_print(wb_kernel *k, wb_buf *out)
         const char *t = wb_tile_op_text(k, &k->ops[i]);
         wb_buf_printf(out, "%s%s\n", k->ops[i].op == WB_TOP_LOAD_FRAG || k->ops[i].op == WB_TOP_DEQUANT ||
                                      k->ops[i].op == WB_TOP_MMA ||
-                                     k->ops[i].op == WB_TOP_MMA_SCALED ? "    " : "", t ? t : "?");
+                                     k->ops[i].op == WB_TOP_MMA_SCALED ||
+                                     k->ops[i].op == WB_TOP_MMA_BLOCK ? "    " : "", t ? t : "?");
     }
 }

@@ -109,7 +109,7 @@ typedef enum wb_operand {
 typedef struct wb_tile_op {
     wb_top op;
     int result;         /* value id, or -1 */
-    int args[4];        /* value ids */
+    int args[5];        /* value ids */
     wb_operand operand; /* LOAD_TILE, LOAD_FRAG */
     int stages;         /* LOAD_TILE */
     int unscaled;       /* DEQUANT: leave the scale to MMA_SCALED */
@@ -122,6 +122,7 @@ typedef struct wb_kernel {
     wb_tile_op *ops;
     int nops, cap, nvalues;
     int depth;           /* open K loops */
+    int block_scale;     /* the MMA applies the block scales (wb_build_gemm): its scale_vec, or 0 */
     char error[256];     /* the first builder error; later calls do nothing */
 } wb_kernel;
 
@@ -142,6 +143,8 @@ int wb_dequant_unscaled(wb_kernel *k, int codes, int records);
 int wb_acc(wb_kernel *k);
 void wb_mma(wb_kernel *k, int acc, int weights, int acts);
 void wb_mma_scaled(wb_kernel *k, int acc, int weights, int acts, int scales);
+/* fp4 x fp4 on a block-scaled MMA: the W and A code fragments with their SCALE and ASCALE fragments */
+void wb_mma_block(wb_kernel *k, int acc, int weights, int wscales, int acts, int ascales);
 void wb_kloop_end(wb_kernel *k);
 void wb_epilogue(wb_kernel *k, int acc);
 
@@ -152,7 +155,8 @@ const char *wb_tile_op_text(wb_kernel *k, const wb_tile_op *op);
 /* The whole kernel as text. */
 void wb_kernel_print(wb_kernel *k, wb_buf *out);
 
-/* The standard GEMM of this format, built from tile ops (dsl/gemm.c). */
-wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg);
+/* The standard GEMM of this format, built from tile ops (dsl/gemm.c). block_scale: the target's MMA
+ * applies this format's block scales (lower/isa.h, wb_isa_block_scale_vec), or 0. */
+wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg, int block_scale);
 
 #endif

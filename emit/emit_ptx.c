@@ -47,7 +47,7 @@ static void print_insn(wb_buf *b, const wb_func *f, const wb_insn *in)
             continue;
         }
         char c = *++t;
-        int idx = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'd' ? c - 'a' + 10 : -1;
+        int idx = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
         if (c == 'T')
             wb_buf_printf(b, "%s", in->type ? in->type : "");
         else if (idx >= 0 && idx < in->nopnds)

@@ -241,11 +241,14 @@ typedef struct wb_packed {
     void *chan;     size_t chan_bytes;   /* per-channel f32 scale / zero / bias */
 } wb_packed;
 
-/* Pack canonical host weights into the kernel layout (malloc'ed; free with wb_packed_free). */
-WB_API wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w,
-                                 wb_packed *out);
-/* Inverse of the code part of packing, for tests: writes N x K codes. */
-WB_API wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_packed *p,
+/* Pack canonical host weights into the kernel layout of the target `arch` (malloc'ed; free with
+ * wb_packed_free). The layout depends on the format, and for NVFP4 x NVFP4 and MXFP4 x MXFP4 also on
+ * the target: on sm_120a they are packed for its block-scaled MMA (docs/layout.md). */
+WB_API wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k,
+                                 const wb_host_weights *w, wb_packed *out);
+/* Inverse of the code part of packing, for tests: writes N x K codes (on the block-scaled layout, the
+ * codes as packed: the sign of a negative block scale folded into them). */
+WB_API wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_packed *p,
                                  uint8_t *codes);
 WB_API void wb_packed_free(wb_packed *p);
 /* Quantized activations as the kernels read them (wb_layer_gemm_q): 8-bit codes one to a byte, as in

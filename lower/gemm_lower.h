@@ -70,6 +70,8 @@ typedef struct lw {
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
+    int bs;                            /* fp4 x fp4 on the block-scaled MMA: its scale_vec (lower_block.c) */
+    struct block *block;               /* bs: the activation scale words and their addresses */
 } lw;
 
 /* Code words of one lane for its warp's slice: B per k64. */
@@ -209,5 +211,11 @@ void wb_wgmma_pp_setup(lw *L);
 void wb_wgmma_ahead_setup(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
+
+/* lower_block.c: fp4 x fp4 on the block-scaled MMA */
+void wb_block_setup(lw *L);
+void wb_block_frag_scale(lw *L, int value);
+void wb_block_frag_ascale(lw *L, int value);
+void wb_block_mma(lw *L, int acc, int weights, int wscales, int acts, int ascales);
 
 #endif

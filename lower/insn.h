@@ -33,7 +33,7 @@ typedef struct wb_opnd {
     const wb_reg *list;
 } wb_opnd;
 
-#define WB_MAX_OPNDS 14
+#define WB_MAX_OPNDS 16
 
 typedef struct wb_insn {
     wb_op op;

@@ -1,6 +1,8 @@
 /* The instruction-family table (lower/isa.def): what each target runs natively, emulates, or lacks. */
 #include "lower/isa.h"
 
+#include "dsl/tile.h"
+
 enum { _ = WB_ISA_ABSENT, N = WB_ISA_NATIVE, E = WB_ISA_EMULATED };
 
 static const struct {
@@ -45,4 +47,18 @@ int wb_isa_pick(wb_arch arch, const int *list, int *emulated)
             *emulated = *list;
     }
     return native;
+}
+
+int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch)
+{
+    if (!f || wb_isa_get(arch, WB_ISA_MMA_MXF4NVF4) != WB_ISA_NATIVE || !wb_format_fp4_acts(f) ||
+        !wb_type_w4(f->w) || f->w.kind != WB_KIND_FLOAT || f->zp != WB_ZP_NONE || f->acc.kind != WB_KIND_F32)
+        return 0;
+    int e4m3 = f->as.kind == WB_KIND_FLOAT && f->as.ebits == 4 && f->as.mbits == 3;
+    int same = f->as.kind == f->ws.kind && f->as.ebits == f->ws.ebits && f->as.mbits == f->ws.mbits;
+    if (same && e4m3 && f->ag == 16 && f->g == 16)
+        return 4;
+    if (same && f->as.kind == WB_KIND_E8M0 && f->ag == 32 && f->g == 32)
+        return 2;
+    return 0;
 }

@@ -16,4 +16,10 @@ enum {
  * first one that ptxas would only emulate there (or -1). */
 int wb_isa_pick(wb_arch arch, const int *list, int *emulated);
 
+/* fp4 x fp4 whose block scales the MMA applies itself (sm_120a's block-scaled mma.sync): 4 for NVFP4
+ * x NVFP4 (kind::mxf4nvf4 .scale_vec::4X, ue4m3 scales per 16 on both sides), 2 for MXFP4 x MXFP4
+ * (kind::mxf4 .scale_vec::2X, ue8m0 per 32), 0 for every other format or target. Such a format's
+ * weights are packed for that MMA on that target (lower/pack.c), so packing takes the arch. */
+int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "emit/emit_ptx.h"
+#include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 
@@ -42,7 +43,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         s = wb_legalize(f, t, cfg);
     if (s)
         return s;
-    wb_kernel *k = wb_build_gemm(f, cfg);
+    wb_kernel *k = wb_build_gemm(f, cfg, wb_isa_block_scale_vec(f, arch));
     if (!k)
         return wb_fail(WB_ERR_NOMEM, "out of memory building a kernel");
     s = wb_kernel_validate(k);

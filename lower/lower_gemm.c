@@ -44,13 +44,13 @@ static void lower_setup(lw *L)
     L->m = param(L, "p_m", 0);
     L->n = param(L, "p_n", 0);
     L->kdim = param(L, "p_k", 0);
-    if (L->w8a8 || L->afp4)
+    if (L->w8a8 || L->afp4 || L->bs)
         L->ascale = param(L, "p_ascale", 1);
-    if (L->afp4 && L->fmt->ags)
+    if ((L->afp4 || L->bs) && L->fmt->ags)
         L->aglobal = param(L, "p_aglobal", 1);
     if (L->w8a8 && L->fmt->ag)
         L->kag = divi(L, L->kdim, L->fmt->ag);
-    if (L->afp4)
+    if (L->afp4 || L->bs)
         L->arow = L->fmt->ag ? divi(L, L->kdim, L->fmt->ag) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
@@ -266,12 +266,12 @@ static void plan_copies(lw *L)
 
 /* 4-bit activation rows (W4A4, fp4 activations): lane 8j + row gives row `row` of chunk j & 1 of m-tile
  * j >> 1 (ldmatrix.x4: two m-tiles), swizzled as slot_a_narrow. */
-static void plan_frag_a4(lw *L)
+static void plan_frag_a4(lw *L, int off)
 {
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 32), wb_r(L->smem));
     ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, quad, 1)), wb_imm(8 * 32), wb_r(ab));
-    ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(32), wb_r(ab)), L->lay.a_off);
+    ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(32), wb_r(ab)), off);
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(andi(L, quad, 1)), wb_r(shri(L, row, 2)));
     L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
 }
@@ -285,7 +285,7 @@ static void plan_frags_w8a8(lw *L)
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
     if (L->lay.a_bits == 4) {
-        plan_frag_a4(L);
+        plan_frag_a4(L, L->lay.a_off);
         return;
     }
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
@@ -295,9 +295,28 @@ static void plan_frags_w8a8(lw *L)
     L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
 }
 
+/* Block-scaled fp4 x fp4: the code words as W4A4's, the activation codes (at q_off, where the 16-bit
+ * kernels' fp4 codes land) as W4A4's, and the lane's SFA word in the warp's scale region: channel
+ * gid + 8 (tig & 1) (lower_block.c). */
+static void plan_frags_block(lw *L)
+{
+    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
+    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(w)), L->lay.w_off);
+    wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
+                    wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
+    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, L->tig, 1)), wb_imm(8), wb_r(L->gid));
+    L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(ch), wb_imm(4), wb_r(sb)), L->lay.s_off);
+    plan_frag_a4(L, L->lay.q_off);
+}
+
 /* Fragment addresses in stage 0, computed once: an iteration adds the read stage offset. */
 static void plan_frags(lw *L)
 {
+    if (L->bs) {
+        plan_frags_block(L);
+        return;
+    }
     if (L->w8a8) {
         plan_frags_w8a8(L);
         return;
@@ -362,6 +381,8 @@ static void lower_kloop(lw *L)
     }
     if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 (global memory) */
         wb_act4_setup(L);
+    if (L->bs) /* the activation scales of tile 0 (global memory) */
+        wb_block_setup(L);
     if (async_copies(L))
         L->wo = mov(L, "u32", WB_RC_B32, wb_imm((int64_t)ahead * stage));
     if (L->rot) { /* tile 0 lands and its code words are loaded before the loop (wb_wgmma_kloop_end) */
@@ -507,7 +528,7 @@ static void lower_frag_a(lw *L, int value)
     wb_reg *b = value_regs(L, value, mt_n * 8);
     if (!b)
         return;
-    if (L->a4) { /* b[mt*2 + j] = chunk j: s4 codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
+    if (L->a4 || L->bs) { /* b[mt*2 + j] = chunk j: s4 (e2m1) codes k 32j + 8 tig .. + 7 (m16n8k64's b0, b1) */
         wb_reg addr = add(L, L->afrag[0], L->ro);
         for (int mt = 0; mt < mt_n; mt += 2) {
             wb_reg *d = &b[mt * 2];
@@ -915,7 +936,7 @@ static void lower_epilogue(lw *L, int acc)
     }
     /* fp4 activations: the tensor scales multiply the f32 sums (chan: the biases, then the weight's) */
     wb_reg global = {-1};
-    if (L->afp4 && (L->fmt->ags || L->fmt->wgs)) {
+    if ((L->afp4 || L->bs) && (L->fmt->ags || L->fmt->wgs)) {
         global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
         if (L->fmt->ags) {
             wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
@@ -967,7 +988,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w);
     L.a4 = wb_format_w4a4(&k->fmt);
-    L.afp4 = wb_format_fp4_acts(&k->fmt);
+    L.bs = k->block_scale;
+    L.afp4 = wb_format_fp4_acts(&k->fmt) && !L.bs;
     L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
@@ -1010,8 +1032,12 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_LOAD_FRAG:
             if (o->operand == WB_OPERAND_W)
                 lower_frag_w(&L, o->result);
+            else if (o->operand == WB_OPERAND_SCALE && L.bs)
+                wb_block_frag_scale(&L, o->result);
             else if (o->operand == WB_OPERAND_SCALE)
                 lower_frag_scale(&L, o->result);
+            else if (o->operand == WB_OPERAND_ASCALE)
+                wb_block_frag_ascale(&L, o->result);
             else
                 lower_frag_a(&L, o->result);
             break;
@@ -1023,6 +1049,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_ACC: lower_acc(&L, o->result); break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
+        case WB_TOP_MMA_BLOCK: wb_block_mma(&L, o->args[0], o->args[1], o->args[2], o->args[3], o->args[4]); break;
         case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
         case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
         case WB_TOP_COUNT: break;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lower/codes.h"
+#include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 
@@ -109,7 +110,7 @@ static void w8a8_coords(int r, int kk, int *lane, int *word, int *byte)
 static int64_t w8a8_word(const wb_format *f, int64_t k, int64_t row, int64_t col, int *shift)
 {
     int lane, word, byte, bits = f->w.bits;
-    if (wb_format_w4a4(f)) { /* W4A4: the m16n8k64 s4 A registers (lower/layout.h) */
+    if (wb_format_w4a4(f) || wb_format_fp4_acts(f)) { /* 4-bit x 4-bit: the m16n8k64 A registers (layout.h) */
         int r = (int)(row % 16), kk = (int)(col % WB_KW);
         *shift = 4 * (kk % 8);
         return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + (r % 8) * 4 + (kk % 32) / 8) * 4 + (kk / 32) * 2 +
@@ -180,6 +181,66 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
     return s;
 }
 
+/* fp4 x fp4 on the block-scaled MMA (wb_isa_block_scale_vec): the codes are the m16n8k64 A registers
+ * (as W4A4's); each channel's block scales are the MMA's scale bytes. The scale buffer keeps the size
+ * and the (strip, k64 chunk) regions of the 16-bit layout's records, which the kernel streams as it
+ * does those: in a region, u32 r (r = 0..15, the strip's channel) holds the chunk's scale codes of
+ * channel r, block j in byte j (4 blocks of 16, or 2 of 32 and two zero bytes). The MMA reads them as
+ * unsigned (ue4m3, ue8m0): a negative e4m3 scale keeps its magnitude and its sign goes into the sign
+ * bit of each code of its block (exact: e2m1 is sign-magnitude). The chan array is as for the 16-bit
+ * fp4 kernels: the biases, then the weight tensor scale. */
+static wb_status pack_block_scaled(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w,
+                                   wb_packed *out)
+{
+    int64_t groups = k / f->g, chunks = k / WB_KW;
+    int per_chunk = WB_KW / f->g;
+    out->w_bytes = (size_t)(n * k / 2);
+    out->scale_bytes = (size_t)(n / 16 * groups * 32);
+    out->chan_bytes = (size_t)((f->bias ? n : 0) + (f->wgs ? 1 : 0)) * 4;
+    if (f->wgs && !isfinite(*w->w_global))
+        return wb_fail(WB_ERR_INVALID, "the weight tensor scale %g is not finite", (double)*w->w_global);
+    out->w = calloc(1, out->w_bytes);
+    out->scale = calloc(1, out->scale_bytes);
+    out->chan = out->chan_bytes ? malloc(out->chan_bytes) : NULL;
+    if (!out->w || !out->scale || (out->chan_bytes && !out->chan)) {
+        wb_packed_free(out);
+        return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
+    }
+    const uint8_t *codes = w->w, *sc = w->w_scale;
+    uint8_t *ps = out->scale;
+    uint32_t *pw = out->w;
+    for (int64_t row = 0; row < n; row++)
+        for (int64_t q = 0; q < groups; q++) {
+            uint8_t code = sc[row / f->gn * groups + q];
+            if (!isfinite(wb_type_decode(f->ws, code))) {
+                wb_packed_free(out);
+                return wb_fail(WB_ERR_INVALID, "scale code 0x%02x of channel %lld, group %lld is not finite",
+                               code, (long long)row, (long long)q);
+            }
+            int negative = f->ws.kind == WB_KIND_FLOAT && (code & 0x80);
+            int64_t chunk = q / per_chunk;
+            ps[((row / 16) * chunks + chunk) * per_chunk * 32 + (row % 16) * 4 + q % per_chunk] =
+                (uint8_t)(negative ? code & 0x7F : code);
+            for (int64_t col = q * f->g; col < (q + 1) * f->g; col++) {
+                uint8_t c = codes[row * k + col];
+                if (c >> 4) {
+                    wb_packed_free(out);
+                    return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) has bits above the 4 low bits",
+                                   c, (long long)row, (long long)col);
+                }
+                int shift;
+                int64_t wi = w8a8_word(f, k, row, col, &shift);
+                pw[wi] |= (uint32_t)(negative ? c ^ 8 : c) << shift;
+            }
+        }
+    float *pc = out->chan;
+    for (int64_t i = 0; f->bias && i < n; i++)
+        pc[i] = (float)read_elem(f->out, w->bias, i);
+    if (f->wgs)
+        pc[f->bias ? n : 0] = *w->w_global;
+    return WB_OK;
+}
+
 /* One scale record per (strip, group): T(scale) pairs, then zero pairs. */
 static wb_status pack_scales(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, uint16_t *ps)
 {
@@ -217,7 +278,8 @@ static wb_status pack_scales(const wb_format *f, int64_t n, int64_t k, const wb_
     return WB_OK;
 }
 
-wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, wb_packed *out)
+wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_host_weights *w,
+                          wb_packed *out)
 {
     memset(out, 0, sizeof *out);
     wb_status s = check_pack_args(f, n, k, w);
@@ -225,6 +287,8 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
         return s;
     if (wb_format_w8a8(f))
         return pack_w8a8(f, n, k, w, out);
+    if (wb_isa_block_scale_vec(f, arch))
+        return pack_block_scaled(f, n, k, w, out);
     int64_t groups = wb_layout_groups(f, k);
     int rec = f->zp != WB_ZP_NONE ? 64 : 32;
     out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
@@ -256,7 +320,7 @@ wb_status wb_pack_weights(const wb_format *f, int64_t n, int64_t k, const wb_hos
     return WB_OK;
 }
 
-wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_packed *p, uint8_t *codes)
+wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_packed *p, uint8_t *codes)
 {
     if (!f || !p || !p->w || !codes || n % 16 || k % WB_KW || f->w.bits < 1 || f->w.bits > 8)
         return wb_fail(WB_ERR_INVALID, "wb_unpack_codes: bad argument");
@@ -265,13 +329,14 @@ wb_status wb_unpack_codes(const wb_format *f, int64_t n, int64_t k, const wb_pac
     int bits = f->w.bits, sign = f->w.kind == WB_KIND_INT ? 1 << (bits - 1) : 0;
     int64_t chunks = k / WB_KW;
     const uint32_t *pw = p->w;
-    for (int64_t row = 0; wb_format_w8a8(f) && row < n; row++)
+    int fragment = wb_format_w8a8(f) || wb_isa_block_scale_vec(f, arch); /* codes as MMA A registers */
+    for (int64_t row = 0; fragment && row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int shift;
             int64_t wi = w8a8_word(f, k, row, col, &shift); /* sets shift first */
             codes[row * k + col] = (uint8_t)((pw[wi] >> shift) & ((1u << bits) - 1));
         }
-    if (wb_format_w8a8(f))
+    if (fragment)
         return WB_OK;
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {

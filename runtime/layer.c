@@ -71,7 +71,7 @@ wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
     l->k = k;
     wb_packed p;
     memset(&p, 0, sizeof p);
-    st = wb_pack_weights(f, n, k, w, &p);
+    st = wb_pack_weights(f, l->arch, n, k, w, &p);
     if (!st)
         st = upload_buffer(gpu, p.w, p.w_bytes, &l->w);
     if (!st)

@@ -97,9 +97,16 @@ if expect 0 "NVFP4 builds on sm_90a (mma.sync at M = 16)" "" -- $W ptx nvfp4 --a
     grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$tmp/out" || fail "nvfp4 on sm_90a: no f16 mma.sync"
     grep -q 'p_aglobal' "$tmp/out" || fail "nvfp4: no activation tensor scale parameter"
 fi
-if expect 0 "MXFP4 x MXFP4 builds on sm_120a (bf16 products)" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_120a --m 16 --n 256 --k 256; then
-    grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$tmp/out" || fail "mxfp4 acts: no bf16 mma.sync"
-    grep -q 'kind::mxf4nvf4) is not built yet' "$tmp/out" || fail "mxfp4 acts on sm_120a: the native MMA is not named"
+if expect 0 "MXFP4 x MXFP4 on sm_120a: the block-scaled MMA" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_120a --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0' "$tmp/out" || fail "mxfp4 on sm_120a: no kind::mxf4 mma.sync"
+    grep -q 'dequant rule' "$tmp/out" && fail "mxfp4 on sm_120a: the codes are dequantized"
+fi
+if expect 0 "NVFP4 x NVFP4 on sm_120a: the block-scaled MMA" "" -- $W ptx nvfp4 --arch sm_120a --m 1 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3' "$tmp/out" || fail "nvfp4 on sm_120a: no kind::mxf4nvf4 mma.sync"
+fi
+if expect 0 "e2m1 with mixed scale types on sm_120a: the 16-bit tile, and why" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16 --arch sm_120a --m 16 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$tmp/out" || fail "mixed e2m1 on sm_120a: no bf16 mma.sync"
+    grep -q 'takes NVFP4 x NVFP4 and MXFP4 x MXFP4 only' "$tmp/out" || fail "mixed e2m1 on sm_120a: the reason is not named"
 fi
 expect 2 "MX activations need bf16 (sm_75)" "a=e2m1 multiplies in bf16" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,out=f16 --arch sm_75
 expect 2 "fp4 activations with f32 scales are refused" "a=e2m1 needs as=e4m3 (NVFP4) or as=e8m0" -- $W ptx a=e2m1,w=e2m1,ws=e4m3,g=16 --arch sm_90a

@@ -209,7 +209,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
     wb_host_weights hw = {.w = codes, .w_scale = scale, .w_global = f.wgs ? &global : NULL,
                           .w_zero = f.zp == WB_ZP_INT ? (void *)zero : f.zp == WB_ZP_FP ? (void *)zf : NULL};
     wb_packed p;
-    ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
+    ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
 
     wb_arena *arena = wb_arena_create();
     wb_func fn;

@@ -86,7 +86,7 @@ START_TEST(scale_goes_to_the_product_when_it_pays)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
         wb_config c = full_config(&f, WB_ARCH_SM90A, cases[i].m);
-        wb_kernel *k = wb_build_gemm(&f, &c);
+        wb_kernel *k = wb_build_gemm(&f, &c, 0);
         ck_assert_int_eq(wb_kernel_validate(k), WB_OK);
         wb_buf b = {0};
         wb_kernel_print(k, &b);
@@ -133,7 +133,7 @@ START_TEST(standard_gemm_validates_and_prints)
 {
     wb_format f = fmt("w4a16-zp");
     wb_config c = full_config(&f, WB_ARCH_SM80, 64);
-    wb_kernel *k = wb_build_gemm(&f, &c);
+    wb_kernel *k = wb_build_gemm(&f, &c, 0);
     ck_assert_int_eq(wb_kernel_validate(k), WB_OK);
     wb_buf b = {0};
     wb_kernel_print(k, &b);
@@ -446,6 +446,22 @@ START_TEST(fp4_acts_per_architecture)
                 char *ptx = NULL;
                 ck_assert_msg(wb_kernel_ptx(&f, (wb_arch)a, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s",
                               wb_last_error());
+                if (a == WB_ARCH_SM120A) { /* the block-scaled MMA: no dequant, one MMA per m-tile and k64 */
+                    const char *mma = bf ? "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X"
+                                           ".f32.e2m1.e2m1.f32.ue8m0 {"
+                                         : "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale"
+                                           ".scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 {";
+                    ck_assert_int_eq(count_of(ptx, mma), c.m_tiles);
+                    ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), c.m_tiles);
+                    ck_assert_int_eq(count_of(ptx, "{0, 0};"), c.m_tiles); /* both selectors {0, 0} */
+                    ck_assert_ptr_null(strstr(ptx, "dequant rule"));
+                    ck_assert_ptr_nonnull(strstr(ptx, "applied by the MMA"));
+                    /* e4m3: each m-tile's two B registers take their blocks' signs (prmt + lop3) */
+                    ck_assert_int_eq(count_of(ptx, "prmt.b32"), bf ? 0 : 2 * c.m_tiles);
+                    ck_assert_int_eq(strstr(ptx, "p_aglobal") != NULL, f.ags);
+                    free(ptx);
+                    continue;
+                }
                 ck_assert_ptr_nonnull(strstr(ptx, "dequant rule (activations): e2m1 -> "));
                 ck_assert_int_eq(strstr(ptx, "p_aglobal") != NULL, f.ags);
                 if (wg) { /* each landed tile converted, fenced for the async proxy, then read by wgmma */
@@ -469,7 +485,7 @@ START_TEST(fp4_acts_per_architecture)
                 ck_assert_int_ge(count_of(ptx, "st.shared.v4.u32"), 1);
                 /* where the target has a block-scaled fp4 MMA, the annotation says it is not used yet */
                 ck_assert_int_eq(strstr(ptx, "kind::mxf4nvf4) is not built yet") != NULL,
-                                 a == WB_ARCH_SM100A || a == WB_ARCH_SM103A || a == WB_ARCH_SM120A);
+                                 a == WB_ARCH_SM100A || a == WB_ARCH_SM103A);
                 /* a word of 8 codes: 4 pairs, each a prmt and two multiplies */
                 char fma[32];
                 snprintf(fma, sizeof fma, "fma.rn.%sx2", t);

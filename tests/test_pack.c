@@ -35,9 +35,9 @@ START_TEST(pack_unpack_identity)
                 }
                 wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
                 wb_packed p;
-                ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
+                ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s: %s", spec, wb_last_error());
                 ck_assert_uint_eq(p.w_bytes, (size_t)(n * k * bits / 8)); /* dense: B bits per code */
-                ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+                ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
                 ck_assert_mem_eq(w, back, (size_t)(n * k));
                 wb_packed_free(&p);
                 free(w);
@@ -62,7 +62,7 @@ START_TEST(scale_and_zero_records)
         s[i] = wb_f16_from_double(0.01 * (i + 1));
     wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = z};
     wb_packed p;
-    ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p), WB_OK);
     ck_assert_uint_eq(p.scale_bytes, (size_t)(n / 16 * groups * 64));
     const uint16_t *r = p.scale;
     for (int64_t strip = 0; strip < n / 16; strip++)
@@ -106,7 +106,7 @@ START_TEST(pack_w8a8_fragments)
             }
             wb_host_weights hw = {.w = w, .w_scale = s, .bias = bias ? b : NULL};
             wb_packed p;
-            ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+            ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
             ck_assert_uint_eq(p.w_bytes, (size_t)(n * k));
             ck_assert_uint_eq(p.scale_bytes, 0);
             ck_assert_uint_eq(p.chan_bytes, (size_t)n * 4 * (bias ? 2 : 1));
@@ -122,7 +122,7 @@ START_TEST(pack_w8a8_fragments)
                                 uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 8 + word];
                                 ck_assert_uint_eq((v >> (8 * byte)) & 0xff, w[row * k + col]);
                             }
-            ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+            ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
             ck_assert_mem_eq(w, back, (size_t)(n * k));
             const float *pc = p.chan;
             for (int64_t i = 0; i < n; i++) {
@@ -136,6 +136,54 @@ START_TEST(pack_w8a8_fragments)
             free(s);
             free(b);
         }
+}
+END_TEST
+
+/* NVFP4 x NVFP4 on sm_120a (the block-scaled MMA): the codes as the m16n8k64 A registers, a negative
+ * e4m3 block scale's sign moved onto its 16 codes; in each (strip, k64 chunk) region of the scale
+ * buffer, u32 r holding channel r's four scale magnitudes, block j in byte j. On sm_90a the same
+ * format keeps the 16-bit layout. A NaN scale is refused. */
+START_TEST(pack_block_scaled_fp4)
+{
+    uint64_t st = wbt_seed() ^ 0xb5;
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("nvfp4", &f), WB_OK);
+    int64_t n = 32, k = 128, groups = k / 16;
+    uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k)), *s = malloc((size_t)(n * groups));
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = (uint8_t)(wbt_next(&st) & 15);
+    for (int64_t i = 0; i < n * groups; i++) /* finite e4m3 codes of either sign */
+        s[i] = (uint8_t)((wbt_next(&st) % 0x7E + 1) | (wbt_next(&st) % 2 ? 0x80 : 0));
+    float wg = 0.5f;
+    wb_host_weights hw = {.w = w, .w_scale = s, .w_global = &wg};
+    wb_packed p, q;
+    ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM120A, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+    ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &q) == WB_OK, "%s", wb_last_error());
+    ck_assert_uint_eq(p.w_bytes, q.w_bytes);
+    ck_assert_uint_eq(p.scale_bytes, q.scale_bytes);
+    ck_assert_int_ne(memcmp(p.w, q.w, p.w_bytes), 0);
+    const uint32_t *pw = p.w;
+    const uint8_t *ps = p.scale;
+    for (int64_t row = 0; row < n; row++)
+        for (int64_t col = 0; col < k; col++) {
+            int64_t strip = row / 16, chunk = col / 64, r = row % 16, kk = col % 64;
+            int lane = (int)(r % 8) * 4 + (int)(kk % 32) / 8, reg = (int)(kk / 32) * 2 + (int)(r >= 8);
+            uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 4 + reg];
+            uint8_t sc = s[row * groups + col / 16];
+            ck_assert_uint_eq((v >> (4 * (kk % 8))) & 15, w[row * k + col] ^ (sc & 0x80 ? 8 : 0));
+            ck_assert_uint_eq(ps[(strip * (k / 64) + chunk) * 128 + r * 4 + kk / 16], sc & 0x7F);
+        }
+    ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM120A, n, k, &p, back), WB_OK);
+    for (int64_t i = 0; i < n * k; i++)
+        ck_assert_uint_eq(back[i], w[i] ^ (s[i / k * groups + i % k / 16] & 0x80 ? 8 : 0));
+    ck_assert_float_eq(((const float *)p.chan)[0], 0.5f);
+    wb_packed_free(&p);
+    wb_packed_free(&q);
+    s[5] = 0x7F; /* e4m3 NaN */
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM120A, n, k, &hw, &p), WB_ERR_INVALID);
+    free(w);
+    free(back);
+    free(s);
 }
 END_TEST
 
@@ -156,7 +204,7 @@ START_TEST(pack_w4a4_fragments_and_acts)
         s[i] = 1.0f;
     wb_host_weights hw = {.w = w, .w_scale = s};
     wb_packed p;
-    ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+    ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
     ck_assert_uint_eq(p.w_bytes, (size_t)(n * k / 2));
     const uint32_t *pw = p.w;
     for (int64_t strip = 0; strip < n / 16; strip++)
@@ -169,7 +217,7 @@ START_TEST(pack_w4a4_fragments_and_acts)
                         uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 4 + reg];
                         ck_assert_uint_eq((v >> (4 * i)) & 15, w[row * k + col]);
                     }
-    ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+    ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
     ck_assert_mem_eq(w, back, (size_t)(n * k));
     wb_packed_free(&p);
 
@@ -235,13 +283,13 @@ START_TEST(pack_fp4_acts_like_16bit)
         wb_host_weights hw = {.w = w, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
         wb_host_weights hn = {.w = wn, .w_scale = s, .w_zero = f.zp == WB_ZP_INT ? z : NULL};
         wb_packed p, q;
-        ck_assert_msg(wb_pack_weights(&f, n, k, &hw, &p) == WB_OK, "%s: %s", specs[c][0], wb_last_error());
-        ck_assert_msg(wb_pack_weights(&nat, n, k, &hn, &q) == WB_OK, "%s: %s", specs[c][1], wb_last_error());
+        ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s: %s", specs[c][0], wb_last_error());
+        ck_assert_msg(wb_pack_weights(&nat, WB_ARCH_SM90A, n, k, &hn, &q) == WB_OK, "%s: %s", specs[c][1], wb_last_error());
         ck_assert_uint_eq(p.w_bytes, q.w_bytes);
         ck_assert_mem_eq(p.w, q.w, p.w_bytes);
         ck_assert_uint_eq(p.scale_bytes, q.scale_bytes);
         ck_assert_mem_eq(p.scale, q.scale, p.scale_bytes);
-        ck_assert_int_eq(wb_unpack_codes(&f, n, k, &p, back), WB_OK);
+        ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
         ck_assert_mem_eq(w, back, (size_t)(n * k));
         wb_packed_free(&p);
         wb_packed_free(&q);
@@ -259,13 +307,13 @@ START_TEST(pack_fp4_acts_like_16bit)
         bias[i] = wb_bf16_from_double(i);
     wb_host_weights hw = {.w = w, .w_scale = sc, .w_global = &g, .bias = bias};
     wb_packed p;
-    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 64, &hw, &p), WB_OK);
     ck_assert_uint_eq(p.chan_bytes, 17 * 4);
     ck_assert(((float *)p.chan)[15] == 15.0f && ((float *)p.chan)[16] == 0.375f);
     ck_assert_uint_eq(((uint16_t *)p.scale)[0], wb_f16_from_double(1.0)); /* the e4m3 scale alone, in f16 */
     wb_packed_free(&p);
     g = INFINITY;
-    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 64, &hw, &p), WB_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "tensor scale"));
 }
 END_TEST
@@ -282,7 +330,7 @@ START_TEST(pack_rejects_bad_codes_and_args)
     f.g = 0;
     wb_host_weights hw = {.w = w, .w_scale = s};
     wb_packed p;
-    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 64, &hw, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x13 at (5, 7) has bits above the 4 low bits");
     w[5 * 64 + 7] = 1;
     wb_format e4;
@@ -291,27 +339,27 @@ START_TEST(pack_rejects_bad_codes_and_args)
     memset(nan_codes, 0x38, sizeof nan_codes);
     nan_codes[3] = 0x7f; /* e4m3 NaN */
     wb_host_weights hn = {.w = nan_codes, .w_scale = s};
-    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM90A, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
     ck_assert_ptr_null(p.w);
     /* fp8 W8A8 packs the codes as they are: a NaN or an infinity is refused there too */
     float s32[16] = {0};
     hn.w_scale = s32;
     ck_assert_int_eq(wb_format_parse("fp8", &e4), WB_OK);
-    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM90A, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
     ck_assert_int_eq(wb_format_parse("a=e4m3,w=e5m2,ws=f32,g=0", &e4), WB_OK);
     nan_codes[3] = 0x38;
     nan_codes[64 + 9] = 0xfc; /* e5m2 -infinity */
-    ck_assert_int_eq(wb_pack_weights(&e4, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM90A, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0xfc at (1, 9) is not a finite value");
     ck_assert_ptr_null(p.w);
     w[5 * 64 + 7] = 1;
     hw.bias = s;
-    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 64, &hw, &p), WB_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "bias"));
     hw.bias = NULL;
-    ck_assert_int_eq(wb_pack_weights(&f, 16, 64, &hw, &p), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 64, &hw, &p), WB_OK);
     wb_packed_free(&p);
     wb_packed_free(NULL);
 }
@@ -326,6 +374,7 @@ int main(void)
     tcase_add_test(t, pack_w8a8_fragments);
     tcase_add_test(t, pack_w4a4_fragments_and_acts);
     tcase_add_test(t, pack_fp4_acts_like_16bit);
+    tcase_add_test(t, pack_block_scaled_fp4);
     tcase_add_test(t, pack_rejects_bad_codes_and_args);
     suite_add_tcase(s, t);
     return wbt_run(s);

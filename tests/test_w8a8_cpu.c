@@ -50,6 +50,12 @@
  * only the f32 sums and the scale products. Mutating the activation dequant (prmt selector, shifts,
  * masks, exponent constants, the scale bytes and their groups, a token's row) makes these cases fail.
  *
+ * sm_120a's block-scaled MMA (NVFP4 x NVFP4, MXFP4 x MXFP4 there: run_case_fp4, lower_block.c) is
+ * modelled as the fp8 one: e2m1 codes in m16n8k64's s4 fragments, row m's scale bytes from lane
+ * 4 (m % 8) + m / 8's scale-a word and column n's from lane 4 n's scale-b word (selectors {0, 0}),
+ * block j in byte j; a ue4m3 byte with bit 7 set or a NaN scale aborts the case. Each output is c plus
+ * the exact sum of its 64 scaled products, rounded once to f32, and is checked within the same bound.
+ *
  * 16-bit wgmma (m64nNk16 .f32.T.T, T f16 or bf16, A in registers; the fp4-activation kernels forced
  * onto wgmma on sm_90a: wgmma16_kernel_matches_reference) is modelled per warp as the 8-bit one: A the
  * warp's 16 rows in m16n8k16's A fragment (a0 = row gid, k 2 tig and 2 tig + 1, low half first, a1 row
@@ -67,6 +73,7 @@
 #include <string.h>
 
 #include "dsl/tile.h"
+#include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 #include "testutil.h"
@@ -229,7 +236,8 @@ static int is_collective(wb_op op)
 {
     return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
-           op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8;
+           op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
+           op == WB_OP_MMA_BLOCK;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -277,6 +285,8 @@ static uint64_t cvt(const char *ty, uint64_t v)
 {
     if (strcmp(ty, "u64.u32") == 0)
         return (uint32_t)v;
+    if (strcmp(ty, "u32.u16") == 0)
+        return (uint16_t)v;
     if (strcmp(ty, "f32.f16") == 0) /* exact */
         return from_f32((float)wb_f16_to_double((uint16_t)v));
     if (strcmp(ty, "rn.f16x2.e2m1x2") == 0)
@@ -732,6 +742,61 @@ static void run_mma_s4(const wb_insn *in, uint64_t *r[32])
             r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
 }
 
+static uint32_t code4(uint64_t word, int i) { return (uint32_t)(word >> (4 * i)) & 15; }
+
+/* One scale byte of a block-scaled MMA: ue4m3 (bit 7 must be clear: the kernel moves a negative
+ * e4m3 scale's sign onto the codes) or ue8m0 (2^(code - 127), 255 is NaN). */
+static double mma_scale(int ue8m0, unsigned code)
+{
+    static const wb_type e4m3 = {WB_KIND_FLOAT, 8, 4, 3};
+    CHECK(ue8m0 ? code != 255 : code < 0x80 && code != 0x7F, "block-scaled MMA: scale byte 0x%02x is not a %s value",
+          code, ue8m0 ? "ue8m0" : "finite ue4m3");
+    return ue8m0 ? ldexp(1.0, (int)code - 127) : wb_type_decode(e4m3, code);
+}
+
+/* mma.sync m16n8k64 kind::mxf4nvf4 .scale_vec::4X (ue4m3 per 16) or kind::mxf4 .scale_vec::2X (ue8m0
+ * per 32), selectors {0, 0} (PTX ISA "Block Scaling for mma.sync"): A and B e2m1 in m16n8k64's s4
+ * fragments (run_mma_s4); row m's scales in lane 4 (m % 8) + m / 8's scale-a register, column n's in
+ * lane 4 n's scale-b register, K block j in byte j. Each output is c plus the exact sum of its 64
+ * scaled products, rounded once to f32, as the fp8 MMA is modelled (head comment). */
+static void run_mma_block(const wb_insn *in, uint64_t *r[32])
+{
+    static const wb_type e2m1 = {WB_KIND_FLOAT, 4, 2, 1};
+    const wb_opnd *o = in->o;
+    int nv = strcmp(in->type, "mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3") == 0;
+    CHECK(nv || strcmp(in->type, "mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0") == 0,
+          "mma kind::%s is not modelled", in->type);
+    int block = nv ? 16 : 32;
+    double a[16][64], b[64][8], c[16][8], sa[16][4], sb[4][8];
+    for (int l = 0; l < 32; l++) {
+        int gid = l / 4, tig = l % 4;
+        for (int i = 0; i < 8; i++) {
+            for (int reg = 0; reg < 4; reg++)
+                a[gid + 8 * (reg & 1)][(reg >> 1) * 32 + tig * 8 + i] = wb_type_decode(e2m1, code4(r[l][o[4 + reg].v], i));
+            b[tig * 8 + i][gid] = wb_type_decode(e2m1, code4(r[l][o[8].v], i));
+            b[32 + tig * 8 + i][gid] = wb_type_decode(e2m1, code4(r[l][o[9].v], i));
+        }
+        for (int i = 0; i < 4; i++)
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (double)as_f32(r[l][o[10 + i].v]);
+    }
+    for (int j = 0; j < 64 / block; j++) {
+        for (int m = 0; m < 16; m++)
+            sa[m][j] = mma_scale(!nv, (unsigned)(r[4 * (m % 8) + m / 8][o[14].v] >> (8 * j)) & 0xFF);
+        for (int n = 0; n < 8; n++)
+            sb[j][n] = mma_scale(!nv, (unsigned)(r[4 * n][o[15].v] >> (8 * j)) & 0xFF);
+    }
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 8; n++) {
+            double s = 0;
+            for (int k = 0; k < 64; k++)
+                s += a[m][k] * sa[m][k / block] * b[k][n] * sb[k / block][n];
+            c[m][n] = (double)(float)(c[m][n] + s);
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++)
+            r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
+}
+
 /* The warp's collective op at lanes base..base+31 (all at the same instruction). */
 static void run_collective(emu *e, int base)
 {
@@ -761,6 +826,10 @@ static void run_collective(emu *e, int base)
     }
     if (in->op == WB_OP_MMA_FP8) {
         run_mma_fp8(in, r);
+        return;
+    }
+    if (in->op == WB_OP_MMA_BLOCK) {
+        run_mma_block(in, r);
         return;
     }
     if (in->op == WB_OP_MMA_K16 || in->op == WB_OP_MMA_K8) {
@@ -895,7 +964,7 @@ static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int
     ck_assert_int_eq(wb_kernel_check_shape(&b->f, &b->cfg, m, n, k), WB_OK);
     const wb_target *t = wb_target_get(arch);
     ck_assert_int_eq(wb_legalize(&b->f, t, &b->cfg), WB_OK);
-    b->kern = wb_build_gemm(&b->f, &b->cfg);
+    b->kern = wb_build_gemm(&b->f, &b->cfg, wb_isa_block_scale_vec(&b->f, arch));
     ck_assert_int_eq(wb_kernel_validate(b->kern), WB_OK);
     wb_func_init(&b->fn, b->kern->arena);
     b->fn.target = t;
@@ -987,7 +1056,7 @@ static void run_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int64
     wb_host_acts ha = {.a = acodes, .a_scale = as};
     ck_assert_int_eq(wb_reference_gemm(&f, m, n, k, &ha, &hw, ref), WB_OK);
     wb_packed p;
-    ck_assert_int_eq(wb_pack_weights(&f, n, k, &hw, &p), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(&f, arch, n, k, &hw, &p), WB_OK);
     memset(out, 0xFF, (size_t)(m * n) * 2); /* NaN bits: an unwritten output fails */
 
     /* the kernels' activation layout: 8-bit codes as they are, s4 two to a byte (wb_pack_acts) */
@@ -1105,7 +1174,7 @@ static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, i
     wb_host_acts ha = {.a = acodes, .a_scale = ascale, .a_global = f->ags ? aglobal : NULL};
     ck_assert_int_eq(wb_reference_gemm(f, m, n, k, &ha, &hw, ref), WB_OK);
     wb_packed p;
-    ck_assert_int_eq(wb_pack_weights(f, n, k, &hw, &p), WB_OK);
+    ck_assert_int_eq(wb_pack_weights(f, arch, n, k, &hw, &p), WB_OK);
     size_t abytes = (size_t)wb_acts_bytes(f, m, k);
     uint8_t *apacked = malloc(abytes);
     ck_assert_ptr_nonnull(apacked);
@@ -1367,6 +1436,11 @@ START_TEST(fp4_acts_kernel_matches_reference)
         run_case_fp4("a=e2m1,ag=16,as=e4m3,ags=1,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM80, ms[i], 128, 512, (wb_config){0});
         run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16,wgs=1,out=f16", WB_ARCH_SM120A, ms[i], 128, 512,
                      (wb_config){0});
+        /* sm_120a's block-scaled MMA: NVFP4 x NVFP4 (kind::mxf4nvf4 4X), MXFP4 x MXFP4 (kind::mxf4 2X) */
+        run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM120A, ms[i], 128, 1024, (wb_config){0});
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM120A, ms[i], 128, 512, (wb_config){0});
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,ags=1,w=e2m1,ws=e8m0,g=32,wgs=1,bias=1", WB_ARCH_SM120A, ms[i], 128, 512,
+                     (wb_config){0});
     }
     static const wb_config cfgs[] = {
         {.m_tiles = 1, .warps_n = 2, .warps_k = 8, .stages = 2},
@@ -1378,9 +1452,12 @@ START_TEST(fp4_acts_kernel_matches_reference)
         run_case_fp4("nvfp4,bias=1", WB_ARCH_SM90A, 45, 128, 1024, cfgs[i]);
         run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM100A, 45, 128, 1024, cfgs[i]);
         run_case_fp4("a=e2m1,ag=0,as=e4m3,w=int4,ws=f16,g=128,out=f16", WB_ARCH_SM89, 45, 128, 1024, cfgs[i]);
+        run_case_fp4("nvfp4", WB_ARCH_SM120A, 45, 128, 1024, cfgs[i]);
+        run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,bias=1", WB_ARCH_SM120A, 45, 128, 1024, cfgs[i]);
         wb_config ldg = cfgs[i];
         ldg.stages = 1, ldg.load = WB_LOAD_LDG;
         run_case_fp4("a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16,out=f16", WB_ARCH_SM75, 45, 128, 1024, ldg);
+        run_case_fp4("nvfp4,out=f16", WB_ARCH_SM120A, 45, 128, 1024, ldg);
     }
     run_case_fp4("nvfp4", WB_ARCH_SM120A, 45, 128, 1024, (wb_config){.batch_invariant = 1});
 }
