@@ -264,6 +264,17 @@ static void plan_copies(lw *L)
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
 
+/* The lane's code words in stage 0 (B words per k64, lane after lane, in its warp's slot); returns
+ * the warp's slot (wn * warps_k + wk). */
+static wb_reg plan_frag_w(lw *L)
+{
+    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
+    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
+                    L->lay.w_off);
+    return slot_idx;
+}
+
 /* 4-bit activation rows (W4A4, fp4 activations): lane 8j + row gives row `row` of chunk j & 1 of m-tile
  * j >> 1 (ldmatrix.x4: two m-tiles), swizzled as slot_a_narrow. */
 static void plan_frag_a4(lw *L, int off)
@@ -280,10 +291,7 @@ static void plan_frag_a4(lw *L, int off)
  * 8j + row gives row `row` of 16-byte chunk j (k 16j..16j+15) of the token slice, swizzled as slot_a8. */
 static void plan_frags_w8a8(lw *L)
 {
-    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
-    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
-                    L->lay.w_off);
+    plan_frag_w(L);
     if (L->lay.a_bits == 4) {
         plan_frag_a4(L, L->lay.a_off);
         return;
@@ -300,9 +308,7 @@ static void plan_frags_w8a8(lw *L)
  * gid + 8 (tig & 1) (lower_block.c). */
 static void plan_frags_block(lw *L)
 {
-    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
-    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(w)), L->lay.w_off);
+    wb_reg slot_idx = plan_frag_w(L);
     wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, L->tig, 1)), wb_imm(8), wb_r(L->gid));
@@ -321,10 +327,7 @@ static void plan_frags(lw *L)
         plan_frags_w8a8(L);
         return;
     }
-    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
-    wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
-    L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
-                    L->lay.w_off);
+    wb_reg slot_idx = plan_frag_w(L);
     wb_reg sb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx),
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);

@@ -187,57 +187,36 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
  * does those: in a region, u32 r (r = 0..15, the strip's channel) holds the chunk's scale codes of
  * channel r, block j in byte j (4 blocks of 16, or 2 of 32 and two zero bytes). The MMA reads them as
  * unsigned (ue4m3, ue8m0): a negative e4m3 scale keeps its magnitude and its sign goes into the sign
- * bit of each code of its block (exact: e2m1 is sign-magnitude). The chan array is as for the 16-bit
- * fp4 kernels: the biases, then the weight tensor scale. */
+ * bit of each code of its block (exact: e2m1 is sign-magnitude). Into buffers of the 16-bit layout's
+ * sizes (wb_pack_weights), whose chan array it shares. */
 static wb_status pack_block_scaled(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w,
                                    wb_packed *out)
 {
     int64_t groups = k / f->g, chunks = k / WB_KW;
     int per_chunk = WB_KW / f->g;
-    out->w_bytes = (size_t)(n * k / 2);
-    out->scale_bytes = (size_t)(n / 16 * groups * 32);
-    out->chan_bytes = (size_t)((f->bias ? n : 0) + (f->wgs ? 1 : 0)) * 4;
-    if (f->wgs && !isfinite(*w->w_global))
-        return wb_fail(WB_ERR_INVALID, "the weight tensor scale %g is not finite", (double)*w->w_global);
-    out->w = calloc(1, out->w_bytes);
-    out->scale = calloc(1, out->scale_bytes);
-    out->chan = out->chan_bytes ? malloc(out->chan_bytes) : NULL;
-    if (!out->w || !out->scale || (out->chan_bytes && !out->chan)) {
-        wb_packed_free(out);
-        return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
-    }
     const uint8_t *codes = w->w, *sc = w->w_scale;
     uint8_t *ps = out->scale;
     uint32_t *pw = out->w;
     for (int64_t row = 0; row < n; row++)
         for (int64_t q = 0; q < groups; q++) {
             uint8_t code = sc[row / f->gn * groups + q];
-            if (!isfinite(wb_type_decode(f->ws, code))) {
-                wb_packed_free(out);
+            if (!isfinite(wb_type_decode(f->ws, code)))
                 return wb_fail(WB_ERR_INVALID, "scale code 0x%02x of channel %lld, group %lld is not finite",
                                code, (long long)row, (long long)q);
-            }
             int negative = f->ws.kind == WB_KIND_FLOAT && (code & 0x80);
             int64_t chunk = q / per_chunk;
             ps[((row / 16) * chunks + chunk) * per_chunk * 32 + (row % 16) * 4 + q % per_chunk] =
                 (uint8_t)(negative ? code & 0x7F : code);
             for (int64_t col = q * f->g; col < (q + 1) * f->g; col++) {
                 uint8_t c = codes[row * k + col];
-                if (c >> 4) {
-                    wb_packed_free(out);
+                if (c >> 4)
                     return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) has bits above the 4 low bits",
                                    c, (long long)row, (long long)col);
-                }
                 int shift;
                 int64_t wi = w8a8_word(f, k, row, col, &shift);
                 pw[wi] |= (uint32_t)(negative ? c ^ 8 : c) << shift;
             }
         }
-    float *pc = out->chan;
-    for (int64_t i = 0; f->bias && i < n; i++)
-        pc[i] = (float)read_elem(f->out, w->bias, i);
-    if (f->wgs)
-        pc[f->bias ? n : 0] = *w->w_global;
     return WB_OK;
 }
 
@@ -287,8 +266,6 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
         return s;
     if (wb_format_w8a8(f))
         return pack_w8a8(f, n, k, w, out);
-    if (wb_isa_block_scale_vec(f, arch))
-        return pack_block_scaled(f, n, k, w, out);
     int64_t groups = wb_layout_groups(f, k);
     int rec = f->zp != WB_ZP_NONE ? 64 : 32;
     out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
@@ -305,8 +282,9 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
         wb_packed_free(out);
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
-    s = pack_codes(f, n, k, w->w, out->w);
-    if (!s)
+    if (wb_isa_block_scale_vec(f, arch))
+        s = pack_block_scaled(f, n, k, w, out);
+    else if (!(s = pack_codes(f, n, k, w->w, out->w)))
         s = pack_scales(f, n, k, w, out->scale);
     if (s) {
         wb_packed_free(out);
