@@ -196,6 +196,8 @@ typedef struct wb_config {
     int mma;       /* WB_MMA_* */
     int batch_invariant; /* 1: every output row has the same bits whatever M is (mma.sync, a split-K
                           * chosen from N and K alone, scales on the weights); slower at large M */
+    int k_slices;  /* k64 slices each warp takes from a stage (1, 2, 4): more codes per barrier, copy
+                    * issue and loop iteration; mma.sync with 16-bit activations only */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };
@@ -212,7 +214,8 @@ WB_API wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *cfg,
                                        int64_t k);
 /* Two configs name the same kernel (every field equal). */
 WB_API int wb_config_equal(const wb_config *a, const wb_config *b);
-/* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync" (",bi=1" when batch-invariant). */
+/* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync" (",ks=2" when k_slices > 1,
+ * ",bi=1" when batch-invariant). */
 WB_API int wb_config_print(const wb_config *cfg, char *buf, size_t size);
 
 enum { WB_EMIT_ANNOTATE = 1 };

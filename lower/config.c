@@ -210,9 +210,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "N must be a multiple of 16 and K a multiple of 64 (got N=%lld, K=%lld)",
                        (long long)n, (long long)k);
     if (n % bn || k % bk)
-        return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d) needs N a multiple of %d and K a "
-                                       "multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k, bn, bk,
-                       (long long)n, (long long)k);
+        return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d, k_slices=%d) needs N a multiple of %d "
+                                       "and K a multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k,
+                       lay.ks, bn, bk, (long long)n, (long long)k);
     /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
      * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4; e2m1 widens to at most 12 (2 x 6): 2^20
      * (fp8 W8A8 sums are f32: no such limit) */
@@ -226,17 +226,22 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     return WB_OK;
 }
 
+static int k_slices(const wb_config *c) { return c->k_slices > 1 ? c->k_slices : 1; }
+
 int wb_config_equal(const wb_config *a, const wb_config *b)
 {
     return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
-           a->batch_invariant == b->batch_invariant;
+           a->batch_invariant == b->batch_invariant && k_slices(a) == k_slices(b);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
 {
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s", c->m_tiles, c->warps_n, c->warps_k,
-                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma), c->batch_invariant ? ",bi=1" : "");
+    char ks[16] = "";
+    if (k_slices(c) > 1)
+        snprintf(ks, sizeof ks, ",ks=%d", k_slices(c));
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s", c->m_tiles, c->warps_n, c->warps_k,
+                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks, c->batch_invariant ? ",bi=1" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k,

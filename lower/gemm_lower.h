@@ -30,6 +30,9 @@ typedef struct lw {
     wb_layout lay;
     const char *T;                     /* compute type: f16 or bf16 */
     wb_reg tid, lane, gid, tig, wn, wk;
+    wb_reg vwk;                        /* wk * k_slices: the warp's first slice of a stage */
+    int sub;                           /* the slice of the warp's k_slices being lowered (the K loop's
+                                          body is lowered once per slice) */
     wb_reg out, a, w, s, chan;         /* global addresses */
     wb_reg m, n, kdim, m0, strip0, kchunks, ngroups, kt, nkt;
     wb_reg smem, ro, wo;               /* shared base, read / write stage offsets */
@@ -123,9 +126,46 @@ static inline wb_reg addi(lw *L, wb_reg x, int64_t v)
 static inline wb_reg add(lw *L, wb_reg x, wb_reg y) { return op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(x), wb_r(y)); }
 static inline wb_reg andi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_AND, "b32", WB_RC_B32, wb_r(x), wb_imm(v)); }
 static inline wb_reg shri(lw *L, wb_reg x, int v) { return op2(L, WB_OP_SHR, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static inline wb_reg muli(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static inline wb_reg divi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
-static inline wb_reg remi(lw *L, wb_reg x, int64_t v) { return op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(x), wb_imm(v)); }
+/* log2 of a power of two, else -1 */
+static inline int lg2_exact(int64_t v)
+{
+    int s = 0;
+    while (v > 1 && !(v & 1))
+        v >>= 1, s++;
+    return v == 1 ? s : -1;
+}
+
+/* Multiplication, division and remainder by a constant: shifts and masks for a power of two (ptxas
+ * left a u32 division by 2 inside the K loop as a reciprocal sequence of 17 instructions). */
+static inline wb_reg muli(lw *L, wb_reg x, int64_t v)
+{
+    int s = lg2_exact(v);
+    if (s == 0)
+        return x;
+    return s > 0 ? op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(x), wb_imm(s))
+                 : op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(x), wb_imm(v));
+}
+static inline wb_reg divi(lw *L, wb_reg x, int64_t v)
+{
+    int s = lg2_exact(v);
+    if (s == 0)
+        return x;
+    return s > 0 ? shri(L, x, s) : op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(x), wb_imm(v));
+}
+static inline wb_reg remi(lw *L, wb_reg x, int64_t v)
+{
+    int s = lg2_exact(v);
+    if (s == 0)
+        return mov(L, "u32", WB_RC_B32, wb_imm(0));
+    return s > 0 ? andi(L, x, v - 1) : op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(x), wb_imm(v));
+}
+
+/* A fragment address in the read stage: its stage-0 address, plus the read stage's offset, plus the
+ * current slice's (`stride` bytes a slice) */
+static inline wb_reg at_read(lw *L, wb_reg frag, int stride)
+{
+    return addi(L, add(L, frag, L->ro), (int64_t)L->sub * stride);
+}
 
 /* 64-bit address base + (u32 index) * scale */
 static inline wb_reg addr64(lw *L, wb_reg base, wb_reg index, int scale)

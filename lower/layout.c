@@ -7,21 +7,25 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     /* W8A8 on wgmma: k128 slices, so that a token's 8-bit row is 128 bytes (the 128B swizzle of the
      * 16-bit kernels) and an iteration holds four k32 MMA steps, as the 16-bit one holds four k16 */
     L->slice_k = wb_format_w8a8(f) && cfg->mma == WB_MMA_WGMMA ? 2 * WB_KW : WB_KW;
+    /* a stage is laid out for warps_k * k_slices warp slices along K; warp wk takes slices
+     * wk * k_slices .. + k_slices - 1 of it */
+    L->ks = cfg->k_slices > 1 ? cfg->k_slices : 1;
+    L->vk = cfg->warps_k * L->ks;
     L->bm = 8 * cfg->m_tiles;
     L->bn = 16 * cfg->warps_n;
-    L->bk = L->slice_k * cfg->warps_k;
+    L->bk = L->slice_k * L->vk;
     L->threads = 32 * cfg->warps_n * cfg->warps_k;
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
-    int warps = cfg->warps_n * cfg->warps_k;
+    int warps = cfg->warps_n * L->vk; /* warp slices of a stage */
     /* a warp's k64 slice of one token: 64 two-byte activations, 64 8-bit codes (W8A8) or 64 s4 codes
      * two to a byte (W4A4) */
     L->a_bits = wb_format_w8a8(f) ? f->a.bits : 16;
     L->a_row = L->slice_k * L->a_bits / 8;
-    L->a_stage = L->bm * L->a_row * cfg->warps_k;
+    L->a_stage = L->bm * L->a_row * L->vk;
     /* fp4 activations: their codes land beside the 16-bit tile they become (lower_act4.c) */
     L->q_row = wb_format_fp4_acts(f) ? L->slice_k * f->a.bits / 8 : 0;
-    L->q_stage = L->bm * L->q_row * cfg->warps_k;
+    L->q_stage = L->bm * L->q_row * L->vk;
     L->w_bytes = 2 * L->slice_k * f->w.bits;
     L->w_stage = warps * L->w_bytes;
     /* W8A8 streams no scale records: its scales are read once, in the epilogue */

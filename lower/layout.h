@@ -24,6 +24,8 @@ typedef struct wb_layout {
     int bm, bn, bk, threads;
     int rec_bytes;        /* one scale record: 32, or 64 with a zero point */
     int slice_k;          /* k of one warp's slice of a block tile: 64, or 128 for W8A8 on wgmma */
+    int ks, vk;           /* slices per warp per stage (k_slices, at least 1); slices of a stage along K
+                             (warps_k * ks) */
     int w_bytes;          /* packed codes of one warp's slice: 128 * B per k64 */
     int a_bits, a_row;    /* bits of one activation code (16, 8 or 4), bytes of one token's row in a warp
                              slice (16-bit: 128; 8-bit: 64, or 128 on wgmma; s4: 32) */

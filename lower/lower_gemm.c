@@ -58,6 +58,7 @@ static void lower_setup(lw *L)
     wb_reg warp = shri(L, L->tid, 5);
     L->wn = remi(L, warp, L->cfg->warps_n);
     L->wk = divi(L, warp, L->cfg->warps_n);
+    L->vwk = muli(L, L->wk, L->lay.ks); /* the warp's first slice of a stage */
     L->gid = shri(L, L->lane, 2);
     L->tig = andi(L, L->lane, 3);
     L->m0 = muli(L, by, L->lay.bm);
@@ -152,7 +153,7 @@ static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
 
 static void slot_w(lw *L, wb_reg id, slot *sl)
 {
-    int wkn = L->cfg->warps_k, pieces = L->lay.w_bytes / 16;
+    int wkn = L->lay.vk, pieces = L->lay.w_bytes / 16;
     wb_reg piece = remi(L, id, pieces), wk = remi(L, divi(L, id, pieces), wkn);
     wb_reg wn = divi(L, id, pieces * wkn);
     /* ((strip0 + wn) * kchunks + wk) * w_bytes + piece*16 at kt = 0 */
@@ -163,7 +164,7 @@ static void slot_w(lw *L, wb_reg id, slot *sl)
 
 static void slot_s(lw *L, wb_reg id, slot *sl)
 {
-    int wkn = L->cfg->warps_k, pieces = L->lay.groups_per_chunk * L->lay.rec_bytes / 16;
+    int wkn = L->lay.vk, pieces = L->lay.groups_per_chunk * L->lay.rec_bytes / 16;
     wb_reg piece = remi(L, id, pieces);
     sl->wk = remi(L, divi(L, id, pieces), wkn);
     wb_reg wn = divi(L, id, pieces * wkn);
@@ -211,7 +212,7 @@ enum { COPY_ACTS = 1, COPY_WEIGHTS = 2, COPY_ALL = 3 };
 /* Issue the `parts` of the copies of block tile `kt` into the stage at offset `stage_off`. */
 static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
 {
-    int wkn = L->cfg->warps_k;
+    int wkn = L->lay.vk;
     if (parts & COPY_ACTS) {
         if (L->tma)
             wb_tma_issue(L, stage_off, kt);
@@ -253,12 +254,12 @@ void wb_gemm_issue_ahead(lw *L, wb_reg next)
 
 static void plan_copies(lw *L)
 {
-    int warps = L->cfg->warps_n * L->cfg->warps_k;
+    int warps = L->cfg->warps_n * L->lay.vk; /* warp slices */
     if (L->tma)
         L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
     else {
         int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
-        plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->cfg->warps_k, row < 128 ? slot_a_narrow : slot_a);
+        plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
     }
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
@@ -268,7 +269,7 @@ static void plan_copies(lw *L)
  * the warp's slot (wn * warps_k + wk). */
 static wb_reg plan_frag_w(lw *L)
 {
-    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->lay.vk), wb_r(L->vwk));
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
@@ -332,7 +333,7 @@ static void plan_frags(lw *L)
                     wb_imm(L->lay.groups_per_chunk * L->lay.rec_bytes), wb_r(L->smem));
     L->sfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(4), wb_r(sb)), L->lay.s_off);
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
-    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
+    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->vwk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(ab)), L->lay.a_off);
     for (int h = 0; h < 2; h++) {
         wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, quad, h * 4)), wb_r(row));
@@ -458,7 +459,7 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 {
     /* B words of each k64 chunk of the slice, the chunks 128 * B bytes apart */
     int bits = L->fmt->w.bits, words = wb_gemm_w_words(L), vec = bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
-    wb_reg base = add(L, L->wfrag, L->ro);
+    wb_reg base = at_read(L, L->wfrag, L->lay.w_bytes);
     for (int i = 0; fresh && i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
     for (int i = 0; i < words; i += vec) {
@@ -490,7 +491,7 @@ static void lower_frag_scale(lw *L, int value)
     wb_reg *r = value_regs(L, value, gpc * 4);
     if (!r)
         return;
-    wb_reg base = add(L, L->sfrag, L->ro);
+    wb_reg base = at_read(L, L->sfrag, gpc * L->lay.rec_bytes);
     for (int gi = 0; gi < gpc; gi++) {
         for (int z = 0; z <= zp; z++) {
             wb_reg addr = addi(L, base, gi * L->lay.rec_bytes + z * 32);
@@ -557,7 +558,7 @@ static void lower_frag_a(lw *L, int value)
         return;
     }
     for (int h = 0; h < 2; h++) {
-        wb_reg addr = add(L, L->afrag[h], L->ro);
+        wb_reg addr = at_read(L, L->afrag[h], L->lay.bm * 128);
         for (int mt = 0; mt < mt_n; mt++) {
             wb_reg *d = &b[(mt * 4 + 2 * h) * 2];
             for (int i = 0; i < 4; i++)
@@ -1018,6 +1019,11 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         const wb_tile_op *o = &k->ops[i];
         if (o->op == WB_TOP_KLOOP)
             body = i + 1;
+        if (o->op == WB_TOP_KLOOP_END && L.sub + 1 < L.lay.ks && body >= 0) { /* the warp's next slice */
+            L.sub++;
+            i = body - 1;
+            continue;
+        }
         if (o->op == WB_TOP_KLOOP_END && L.pp && !L.half && body >= 0) {
             wb_wgmma_kloop_mid(&L);
             L.half = 1;

@@ -1225,6 +1225,75 @@ static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, i
     wb_kernel_destroy(b.kern);
 }
 
+/* Weight-only formats (16-bit activations): random codes (every code of the type), random scales
+ * (random_scale), random zero codes with zp=int, a bias; f16/bf16 activations in [-1, 1]. Each output
+ * against the float64 reference within one rounding of the output type plus 2^-20 of the sum of
+ * |products|; finite, written, and no access outside the case's buffers. */
+static void run_case_a16(const char *spec, wb_arch arch, int64_t m, int64_t n, int64_t k, wb_config forced)
+{
+    built b;
+    build_case(spec, arch, m, n, k, forced, &b);
+    const wb_format *f = &b.f;
+    ck_assert(f->a.bits == 16);
+    uint64_t seed = wbt_seed(), st = seed ^ (uint64_t)(m * 131 + arch) ^ (uint64_t)k << 20;
+    int64_t groups = f->g ? k / f->g : 1, wrows = f->g ? n / f->gn : n;
+    int sb = wb_type_file_bytes(f->ws), ab = f->a.kind == WB_KIND_BF16, ob = f->out.kind == WB_KIND_BF16;
+    uint8_t *w = malloc((size_t)(n * k)), *wscale = malloc((size_t)(wrows * groups * sb));
+    uint8_t *wzero = malloc((size_t)(wrows * groups));
+    uint16_t *a = malloc((size_t)(m * k) * 2), *bias = malloc((size_t)n * 2), *out = malloc((size_t)(m * n) * 2);
+    double *ref = malloc((size_t)(m * n) * sizeof *ref);
+    ck_assert(w && wscale && wzero && a && bias && out && ref);
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = (uint8_t)(wbt_next(&st) & ((1u << f->w.bits) - 1));
+    for (int64_t i = 0; i < wrows * groups; i++) {
+        uint32_t c = random_scale(f->ws, &st);
+        for (int j = 0; j < sb; j++)
+            wscale[i * sb + j] = (uint8_t)(c >> (8 * j));
+        wzero[i] = (uint8_t)(wbt_next(&st) & ((1u << f->w.bits) - 1));
+    }
+    for (int64_t i = 0; i < n; i++)
+        bias[i] = (uint16_t)double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = (uint16_t)double_to_half(ab, (double)(wbt_next(&st) % 20001) / 10000.0 - 1.0);
+    wb_host_weights hw = {.w = w, .w_scale = wscale, .w_zero = f->zp == WB_ZP_INT ? wzero : NULL,
+                          .bias = f->bias ? bias : NULL};
+    wb_host_acts ha = {.a = a};
+    ck_assert_int_eq(wb_reference_gemm(f, m, n, k, &ha, &hw, ref), WB_OK);
+    wb_packed p;
+    ck_assert_int_eq(wb_pack_weights(f, arch, n, k, &hw, &p), WB_OK);
+    memset(out, 0xFF, (size_t)(m * n) * 2); /* NaN bits: an unwritten output fails */
+    uint64_t params[NPARAMS] = {(uintptr_t)out, (uintptr_t)a, (uintptr_t)p.w, (uintptr_t)p.scale,
+                                (uintptr_t)p.chan, (uint64_t)m, (uint64_t)n, (uint64_t)k, 0, 0};
+    gbuf bufs[] = {buf_of(out, (size_t)(m * n) * 2, BUF_OUT, "output"),
+                   buf_of(a, (size_t)(m * k) * 2, BUF_INPUT, "activations"),
+                   buf_of(p.w, p.w_bytes, BUF_LAYER, "weights"),
+                   buf_of(p.scale, p.scale_bytes, BUF_LAYER, "scale records"),
+                   buf_of(p.chan, p.chan_bytes, BUF_LAYER, "channel array")};
+    run_grid(&b, m, n, k, params, bufs, (int)(sizeof bufs / sizeof bufs[0]));
+    char conf[128];
+    wb_config_print(&b.cfg, conf, sizeof conf);
+    for (int64_t col = 0; col < n; col++)
+        for (int64_t row = 0; row < m; row++) {
+            double mag = 0, r = ref[row * n + col];
+            for (int64_t j = 0; j < k; j++) {
+                int64_t si = f->g ? col / f->gn * groups + j / f->g : col;
+                double z = f->zp == WB_ZP_INT ? wzero[si] : 0;
+                double wv = (f->zp == WB_ZP_INT ? (double)w[col * k + j] - z : wb_format_weight_value(f, w[col * k + j])) *
+                            stored_value(f->ws, wscale, si);
+                mag += fabs(half_to_double(ab, a[row * k + j]) * wv);
+            }
+            double o = half_to_double(ob, out[row * n + col]);
+            double tol = fabs(r) * (ob ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
+            CHECK(isfinite(o) && fabs(o - r) <= tol,
+                  "%s %s [%s] M=%lld K=%lld (WB_SEED=%llu): out[%lld][%lld] = %.9g (0x%04x), reference %.9g "
+                  "(bound %g)", spec, wb_arch_name(arch), conf, (long long)m, (long long)k, (unsigned long long)seed,
+                  (long long)row, (long long)col, o, out[row * n + col], r, tol);
+        }
+    wb_packed_free(&p);
+    free(w), free(wscale), free(wzero), free(a), free(bias), free(out), free(ref);
+    wb_kernel_destroy(b.kern);
+}
+
 /* The heuristic's kernels for decode and prefill shapes: split K (s32 reduction), several m-tiles,
  * tails past M; m16n8k32 with cp.async (sm_80, sm_90a) and m8n8k16 with plain loads (sm_75). On sm_90a
  * mma.sync is forced (above M = 64 the heuristic picks wgmma: w8a8_wgmma_kernel_matches_reference). */
@@ -1487,6 +1556,29 @@ START_TEST(wgmma16_kernel_matches_reference)
 }
 END_TEST
 
+/* Weight-only kernels on mma.sync with k_slices 1, 2 and 4 (a warp takes 2 or 4 k64 slices of each
+ * stage: the K loop's body lowered once per slice, fragment addresses a slice apart), split K over
+ * warps, several m-tiles, tails past M; int4 and int2 per group of 128 (the slice's product scaled in
+ * f32), uint3 and uint4 with integer zero points per group of 64, int8 per channel (bf16), e2m1 with
+ * e8m0 scales per 32, plain loads. */
+START_TEST(a16_kernel_k_slices)
+{
+    static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } cases[] = {
+        {"w4a16", WB_ARCH_SM90A, 1, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 3}},
+        {"w4a16", WB_ARCH_SM90A, 1, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 4, .stages = 4}},
+        {"w4a16", WB_ARCH_SM90A, 1, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 8, .k_slices = 1, .stages = 2}},
+        {"a=f16,w=int2,ws=f16,g=128,bias=1", WB_ARCH_SM80, 13, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 2}},
+        {"a=f16,w=uint3,ws=f16,g=64,zp=int,out=f16", WB_ARCH_SM90A, 3, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 3}},
+        {"a=f16,w=uint4,ws=f16,g=64,zp=int", WB_ARCH_SM86, 37, 32, 1024, {.m_tiles = 4, .warps_n = 1, .warps_k = 1, .k_slices = 2, .stages = 4}},
+        {"a=bf16,w=int8,ws=bf16,g=0", WB_ARCH_SM90A, 9, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
+        {"a=f16,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
+        {"w4a16", WB_ARCH_SM75, 5, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case_a16(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, cases[i].c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -1504,6 +1596,7 @@ int main(void)
     tcase_add_test(t, w4a4_kernel_matches_reference);
     tcase_add_test(t, fp4_acts_kernel_matches_reference);
     tcase_add_test(t, wgmma16_kernel_matches_reference);
+    tcase_add_test(t, a16_kernel_k_slices);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

@@ -2,7 +2,7 @@
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config and reports the best; choices given on the command line
- * (--m-tiles, --warps-n, --warps-k, --stages, --load) stay fixed. --dispatch also times the host side
+ * (--m-tiles, --warps-n, --warps-k, --k-slices, --stages, --load) stay fixed. --dispatch also times the host side
  * of a wb_layer_gemm call (issue to return, no synchronization inside a batch). */
 #include "tools/cli.h"
 
@@ -124,7 +124,7 @@ static int config_legal(bench *b, wb_config *cfg)
 static int sweep(bench *b, const wb_config *best_default, double default_us)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
-                     wks[] = {1, 2, 4, 8, 16};
+                     wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     wb_config best = *best_default;
     double best_us = default_us;
@@ -133,11 +133,13 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 5; q++)
-                for (int st = 1; st <= 8; st++) {
+                for (int st = 1; st <= 8; st++)
+                for (int ki = 0; ki < 3; ki++) {
                     wb_config cfg = *forced;
                     if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
-                        (forced->warps_k && q) || (forced->stages && st > 1))
+                        (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki))
                         continue;
+                    cfg.k_slices = forced->k_slices ? forced->k_slices : kss[ki];
                     cfg.mma = forced->mma ? forced->mma : mmas[mi];
                     cfg.m_tiles = forced->m_tiles ? forced->m_tiles : mts[i];
                     cfg.warps_n = forced->warps_n ? forced->warps_n : wns[j];

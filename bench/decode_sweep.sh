@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Decode configs on a GPU: `warble bench --sweep` at M = 1 (mma.sync, one m-tile) per format and shape,
+# every legal warps_n x warps_k x stages x k_slices; then the best config per k_slices.
+#   bench/decode_sweep.sh [SPECS (;-separated)] [SHAPES] [EXTRA warble bench options]
+# Output: $OUT/sweep-<i>.jsonl (one JSON line per config) and a table on stdout.
+set -uo pipefail
+specs=${1:-"w4a16;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32"}
+shapes=${2:-8192x8192,28672x4096}
+extra=${3:-"--m 1 --mma mma.sync --m-tiles 1"}
+OUT=${OUT:-/tmp/warble-out}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+i=0
+IFS=';' read -ra list <<<"$specs"
+for spec in "${list[@]}"; do
+  for shape in ${shapes//,/ }; do
+    i=$((i + 1))
+    timeout 240 build/warble bench "$spec" --n "${shape%x*}" --k "${shape#*x}" $extra --sweep --json \
+      >"$OUT/sweep-$i.jsonl" 2>"$OUT/sweep-$i.err" || tail -3 "$OUT/sweep-$i.err"
+  done
+done
+python3 - "$OUT" <<'PY'
+import glob, json, re, sys
+print("| spec | N x K | M | k_slices | best us | TB/s | config |")
+print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+for path in sorted(glob.glob(sys.argv[1] + "/sweep-*.jsonl"), key=lambda p: int(re.findall(r"\d+", p)[-1])):
+    rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+    best = {}
+    for r in rows:
+        if r.get("kind") != "sweep":
+            continue
+        m = re.search(r"ks=(\d)", r["config"])
+        ks = int(m.group(1)) if m else 1
+        if ks not in best or r["us"] < best[ks]["us"]:
+            best[ks] = r
+    for r in rows:
+        if r.get("kind") not in ("sweep", "best"):
+            default = r
+    for ks in sorted(best):
+        r = best[ks]
+        print("| %s | %d x %d | %d | %d | %.2f | %.3f | %s |" % (r["spec"], r["n"], r["k"], r["m"], ks, r["us"], r["tbps"], r["config"]))
+PY
