@@ -2,7 +2,8 @@
 # Decode configs on a GPU: `warble bench --sweep` at M = 1 (mma.sync, one m-tile) per format and shape,
 # every legal warps_n x warps_k x stages x k_slices; then the best config per k_slices.
 #   bench/decode_sweep.sh [SPECS (;-separated)] [SHAPES] [EXTRA warble bench options]
-# Output: $OUT/sweep-<i>.jsonl (one JSON line per config) and a table on stdout.
+# Output: $OUT/sweep-<i>.jsonl (one JSON line per config), a table on stdout, and all of it in
+# $OUT/sweep.tar.gz (a device run brings back a few files only).
 set -uo pipefail
 specs=${1:-"w4a16;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32"}
 shapes=${2:-8192x8192,28672x4096}
@@ -15,7 +16,7 @@ IFS=';' read -ra list <<<"$specs"
 for spec in "${list[@]}"; do
   for shape in ${shapes//,/ }; do
     i=$((i + 1))
-    timeout 240 build/warble bench "$spec" --n "${shape%x*}" --k "${shape#*x}" $extra --sweep --json \
+    timeout 300 build/warble bench "$spec" --n "${shape%x*}" --k "${shape#*x}" $extra --sweep --json \
       >"$OUT/sweep-$i.jsonl" 2>"$OUT/sweep-$i.err" || tail -3 "$OUT/sweep-$i.err"
   done
 done
@@ -40,3 +41,4 @@ for path in sorted(glob.glob(sys.argv[1] + "/sweep-*.jsonl"), key=lambda p: int(
         r = best[ks]
         print("| %s | %d x %d | %d | %d | %.2f | %.3f | %s |" % (r["spec"], r["n"], r["k"], r["m"], ks, r["us"], r["tbps"], r["config"]))
 PY
+tar -czf "$OUT/sweep.tar.gz" -C "$OUT" $(cd "$OUT" && ls sweep-*.jsonl sweep-*.err 2>/dev/null)

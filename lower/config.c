@@ -155,8 +155,10 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
          * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
          * docs/perf.md) */
         c->warps_n = decode ? 2 : 4;
-        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
-                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
+        /* two m-tiles (M = 9..16) keep wider blocks: at M = 16 on 8192 x 8192, 256 blocks of two warps
+         * along N ran in 13.9 us against 15.0-15.6 us for 512 of one (H200 sweep, docs/perf.md) */
+        int64_t min_blocks = c->m_tiles > 1 ? 3 * t->sm_count_hint / 2 : 2 * t->sm_count_hint;
+        while (c->warps_n > 1 && (n % (16 * c->warps_n) || (decode && n / (16 * c->warps_n) * mblocks < min_blocks)))
             c->warps_n /= 2;
     }
     if (!c->warps_k) {
@@ -166,7 +168,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         int want = small ? 2 : 1;
         if (decode) {
             int64_t blocks = n / (16 * c->warps_n) * mblocks, sms = t->sm_count_hint;
-            for (want = 4; want < 16 && blocks * c->warps_n * want < 24 * sms; want *= 2) {
+            for (want = 4; want < 16 && c->warps_n * want < 16 && blocks * c->warps_n * want < 24 * sms; want *= 2) {
                 wb_config wider = *c;
                 wider.warps_k = want * 2;
                 if (k % (WB_KW * wider.warps_k) || blocks > resident_blocks(t, f, &wider) * sms)
@@ -180,6 +182,27 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
                 break;
             }
     }
+    /* decode on 16-bit activations: half the warps, each taking two k64 slices of a stage (the same
+     * K per stage; half the barriers, copy issue and loop control per slice), as deep a pipeline as
+     * the blocks of one SM hold, 3 to 5 stages. Where the split K is 8 or more warps (4 at M <= 8)
+     * this was within 2 to 9% of the best of ~100 configs on the four suite shapes at M = 1 and 16,
+     * against 6 to 27% for split K alone; at 4 warps and M = 16 it lost (H200 sweeps, docs/perf.md). */
+    int slices = !c->k_slices && decode && !forced_wk && !c->batch_invariant &&
+                 c->warps_k >= (c->m_tiles == 1 ? 4 : 8) && !wb_format_w8a8(f) && !wb_format_fp4_acts(f);
+    if (slices) {
+        c->warps_k /= 2;
+        c->k_slices = 2;
+    }
+    if (slices && !forced_stages && c->load == WB_LOAD_CP_ASYNC) {
+        wb_layout one;
+        c->stages = 1;
+        wb_layout_get(f, c, &one);
+        int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + t->sm_count_hint - 1) / t->sm_count_hint;
+        int64_t fit = t->smem_max / (per_sm * (one.stage + 1024)); /* 1 KB a block the SM keeps */
+        c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
+    }
+    if (!c->k_slices)
+        c->k_slices = 1;
     /* fit at least two blocks per SM: fewer stages down to 3, then less split K, then 2 stages */
     wb_layout lay;
     for (;;) {

@@ -723,24 +723,27 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "K a multiple of 256"));
     char buf[128];
     wb_config_print(&c, buf, sizeof buf);
-    ck_assert_str_eq(buf, "mt=1,wn=1,wk=16,stages=4,load=cp.async,mma=mma.sync");
-    /* decode: K split among warps until about 24..36 warps per SM of the H200 (132 SMs) */
+    ck_assert_str_eq(buf, "mt=1,wn=1,wk=8,stages=4,load=cp.async,mma=mma.sync,ks=2");
+    /* decode: K split among warp slices until about 24..36 per SM of the H200 (132 SMs), half the warps
+     * taking two slices each */
     struct { int64_t n, k; int wn, wk; } dec[] = {{8192, 8192, 1, 8}, {28672, 4096, 2, 4}, {4096, 14336, 1, 16},
                                                    {6144, 4096, 1, 8}, {4096, 64 * 4 * 3, 1, 4}};
     for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
         wb_config d = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 1, dec[i].n, dec[i].k, &d), WB_OK);
-        ck_assert_msg(d.warps_n == dec[i].wn && d.warps_k == dec[i].wk, "%lld x %lld: wn=%d wk=%d",
-                      (long long)dec[i].n, (long long)dec[i].k, d.warps_n, d.warps_k);
+        ck_assert_msg(d.warps_n == dec[i].wn && d.warps_k * 2 == dec[i].wk && d.k_slices == 2,
+                      "%lld x %lld: wn=%d wk=%d ks=%d", (long long)dec[i].n, (long long)dec[i].k, d.warps_n,
+                      d.warps_k, d.k_slices);
     }
     /* ... but never so many that the blocks stop fitting on the SMs at once (a second wave): 512
      * blocks of 8 warps at M = 16 would need 83 KB each, two per SM; int8 at M = 1 likewise */
     wb_config d16 = {0}, d8 = {0};
     wb_format i8 = fmt("a=f16,w=int8,g=128");
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
-    ck_assert_int_eq(d16.warps_k, 4);
+    ck_assert_int_eq(d16.warps_k * d16.k_slices, 8);
+    ck_assert_int_eq(d16.warps_n, 2); /* two m-tiles: wider blocks (config.c) */
     ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
-    ck_assert_int_eq(d8.warps_k, 4);
+    ck_assert_int_eq(d8.warps_k * d8.k_slices, 4);
 }
 END_TEST
 
@@ -771,7 +774,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
