@@ -122,6 +122,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     const wb_target *t = wb_target_get(arch);
     if (!t || !f || !c)
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
+    if (c->k_slices < 0 || c->k_slices > 4 || c->k_slices == 3)
+        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices must be 1, 2 or 4 (got %d)", c->k_slices);
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
@@ -155,10 +157,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
          * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
          * docs/perf.md) */
         c->warps_n = decode ? 2 : 4;
-        /* two m-tiles (M = 9..16) keep wider blocks: at M = 16 on 8192 x 8192, 256 blocks of two warps
-         * along N ran in 13.9 us against 15.0-15.6 us for 512 of one (H200 sweep, docs/perf.md) */
-        int64_t min_blocks = c->m_tiles > 1 ? 3 * t->sm_count_hint / 2 : 2 * t->sm_count_hint;
-        while (c->warps_n > 1 && (n % (16 * c->warps_n) || (decode && n / (16 * c->warps_n) * mblocks < min_blocks)))
+        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
+                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
             c->warps_n /= 2;
     }
     if (!c->warps_k) {
@@ -182,13 +182,13 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
                 break;
             }
     }
-    /* decode on 16-bit activations: half the warps, each taking two k64 slices of a stage (the same
-     * K per stage; half the barriers, copy issue and loop control per slice), as deep a pipeline as
-     * the blocks of one SM hold, 3 to 5 stages. Where the split K is 8 or more warps (4 at M <= 8)
-     * this was within 2 to 9% of the best of ~100 configs on the four suite shapes at M = 1 and 16,
-     * against 6 to 27% for split K alone; at 4 warps and M = 16 it lost (H200 sweeps, docs/perf.md). */
-    int slices = !c->k_slices && decode && !forced_wk && !c->batch_invariant &&
-                 c->warps_k >= (c->m_tiles == 1 ? 4 : 8) && !wb_format_w8a8(f) && !wb_format_fp4_acts(f);
+    /* one m-tile (M <= 8) on 16-bit activations: half the warps, each taking two k64 slices of a stage
+     * (the same K per stage; half the barriers, copy issue and loop control per slice), as deep a
+     * pipeline as the blocks of one SM hold, 3 to 5 stages. On the four suite shapes at M = 1 this
+     * ran 6 to 16% faster than split K alone, within 6% of the best of 90 to 166 configs; at M = 16
+     * it did not pay (H200 sweeps, docs/perf.md). */
+    int slices = !c->k_slices && c->m_tiles == 1 && decode && !forced_wk && !c->batch_invariant &&
+                 c->warps_k >= 4 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f);
     if (slices) {
         c->warps_k /= 2;
         c->k_slices = 2;

@@ -740,8 +740,8 @@ START_TEST(config_choice_and_shape_rules)
     wb_config d16 = {0}, d8 = {0};
     wb_format i8 = fmt("a=f16,w=int8,g=128");
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
-    ck_assert_int_eq(d16.warps_k * d16.k_slices, 8);
-    ck_assert_int_eq(d16.warps_n, 2); /* two m-tiles: wider blocks (config.c) */
+    ck_assert_int_eq(d16.warps_k, 4);
+    ck_assert_int_eq(d16.k_slices, 1); /* two m-tiles: split K alone (config.c) */
     ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
     ck_assert_int_eq(d8.warps_k * d8.k_slices, 4);
 }
