@@ -28,12 +28,16 @@ typedef struct plan_case {
     int full;      /* compare every element */
     int invariant; /* batch-invariant mode: rows of M = m must match rows of M = INVARIANT_M bitwise */
     int tma;       /* forced: wgmma with the activations by TMA (--load tma) */
+    int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
 } plan_case;
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
 static const char *case_choices(const plan_case *c)
 {
-    return c->invariant ? "--batch-invariant" : c->tma ? "--mma,wgmma,--load,tma" : "";
+    return c->invariant ? "--batch-invariant"
+           : c->tma     ? "--mma,wgmma,--load,tma"
+           : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
+                        : "";
 }
 
 /* The batch-invariance cases run M = INVARIANT_M and compare every smaller M's rows against it. */
@@ -55,7 +59,7 @@ static int plan_add(plan *p, const char *spec, int64_t m, int64_t n, int64_t k, 
     }
     plan_case *c = &p->c[p->count++];
     snprintf(c->spec, sizeof c->spec, "%s", spec);
-    c->m = m, c->n = n, c->k = k, c->full = full, c->invariant = 0, c->tma = 0;
+    c->m = m, c->n = n, c->k = k, c->full = full, c->invariant = 0, c->tma = 0, c->slices = 0;
     return 0;
 }
 
@@ -164,6 +168,20 @@ static int plan_tma(plan *p, int quick)
             if (!quick || i == s)
                 if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 1;
+    return rc;
+}
+
+/* Part (e): k_slices 4, forced (the heuristic picks 2 at decode; the sweep and users may force 4). */
+static int plan_slices(plan *p, int quick)
+{
+    static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "mxfp4", "w4a16-zp"};
+    static const int64_t ms[] = {1, 7};
+    int rc = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if (!quick || s == 0)
+                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
+                    p->c[p->count - 1].slices = 1;
     return rc;
 }
 
@@ -652,8 +670,11 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         wb_config forced = {.batch_invariant = pc->invariant};
         if (pc->tma)
             forced.mma = WB_MMA_WGMMA, forced.load = WB_LOAD_TMA;
+        if (pc->slices)
+            forced.mma = WB_MMA_SYNC, forced.warps_k = 2, forced.k_slices = 4;
         if (!why[0] &&
-            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma ? &forced : NULL, sha, cfg, sha2, cfg2, why,
+            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices ? &forced : NULL, sha, cfg, sha2,
+                    cfg2, why,
                     sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
             double tol = tolerance(&f);
@@ -679,6 +700,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
     printf("%s %s m=%lld n=%lld k=%lld%s %s err=%.3e%s%s\n", ok ? "ok  " : "FAIL", pc->spec,
            (long long)pc->m, (long long)pc->n, (long long)pc->k,
            pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" : pc->tma ? " (TMA loads)" :
+           pc->slices ? " (k_slices 4)" :
            twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
@@ -792,7 +814,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)) || (rc = plan_slices(&p, quick)) ||
         (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
