@@ -122,8 +122,9 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     const wb_target *t = wb_target_get(arch);
     if (!t || !f || !c)
         return wb_fail(WB_ERR_INVALID, "wb_config_choose: bad argument");
-    if (c->k_slices < 0 || c->k_slices > 4 || c->k_slices == 3)
-        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices must be 1, 2 or 4 (got %d)", c->k_slices);
+    wb_status ks = wb_legalize_k_slices(c);
+    if (ks)
+        return ks;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
@@ -249,20 +250,18 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     return WB_OK;
 }
 
-static int k_slices(const wb_config *c) { return c->k_slices > 1 ? c->k_slices : 1; }
-
 int wb_config_equal(const wb_config *a, const wb_config *b)
 {
     return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
-           a->batch_invariant == b->batch_invariant && k_slices(a) == k_slices(b);
+           a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
 {
     char ks[16] = "";
-    if (k_slices(c) > 1)
-        snprintf(ks, sizeof ks, ",ks=%d", k_slices(c));
+    if (wb_config_ks(c) > 1)
+        snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
     return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s", c->m_tiles, c->warps_n, c->warps_k,
                     c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks, c->batch_invariant ? ",bi=1" : "");
 }

@@ -7,7 +7,6 @@
 #include "lower/lower.h"
 #include "lower/layout.h"
 
-#define MAX_SLOTS 32
 
 typedef struct slot {
     wb_reg src;  /* u64 global address at kt = 0 */
@@ -18,7 +17,7 @@ typedef struct slot {
 
 typedef struct plan {
     int n;
-    slot s[MAX_SLOTS];
+    slot s[WB_MAX_COPY_SLOTS];
 } plan;
 
 typedef struct lw {

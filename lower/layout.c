@@ -9,7 +9,7 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->slice_k = wb_format_w8a8(f) && cfg->mma == WB_MMA_WGMMA ? 2 * WB_KW : WB_KW;
     /* a stage is laid out for warps_k * k_slices warp slices along K; warp wk takes slices
      * wk * k_slices .. + k_slices - 1 of it */
-    L->ks = cfg->k_slices > 1 ? cfg->k_slices : 1;
+    L->ks = wb_config_ks(cfg);
     L->vk = cfg->warps_k * L->ks;
     L->bm = 8 * cfg->m_tiles;
     L->bn = 16 * cfg->warps_n;
@@ -44,6 +44,14 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
         L->smem += 16 * ((cfg->stages + 1) / 2);
     if (L->red_bytes > L->smem)
         L->smem = L->red_bytes;
+}
+
+int wb_layout_copy_slots(const wb_layout *L)
+{
+    int row = L->q_row ? L->q_row : L->a_row, a = L->bm * (row / 16) * L->vk, w = L->w_stage / 16, s = L->s_stage / 16;
+    int most = a > w ? a : w;
+    most = most > s ? most : s;
+    return (most + L->threads - 1) / L->threads;
 }
 
 int64_t wb_layout_groups(const wb_format *f, int64_t k)

@@ -19,6 +19,7 @@
 #include "warble.h"
 
 #define WB_KW 64 /* k per warp per stage */
+#define WB_MAX_COPY_SLOTS 32 /* 16-byte copies of one tile per thread and stage */
 
 typedef struct wb_layout {
     int bm, bn, bk, threads;
@@ -41,6 +42,10 @@ typedef struct wb_layout {
 } wb_layout;
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *out);
+/* The most 16-byte copies one thread makes of one tile (activations, codes or scales) per stage. */
+int wb_layout_copy_slots(const wb_layout *L);
+/* k64 slices a warp takes from a stage: k_slices, at least 1. */
+static inline int wb_config_ks(const wb_config *c) { return c->k_slices > 1 ? c->k_slices : 1; }
 /* Scale groups along K of a k-extent (one when g = 0). */
 int64_t wb_layout_groups(const wb_format *f, int64_t k);
 

@@ -151,6 +151,13 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
 
 static int pow2_in(int v, int lo, int hi) { return v >= lo && v <= hi && (v & (v - 1)) == 0; }
 
+wb_status wb_legalize_k_slices(const wb_config *c)
+{
+    if (c->k_slices < 0 || c->k_slices > 4 || c->k_slices == 3)
+        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices must be 1, 2 or 4 (got %d)", c->k_slices);
+    return WB_OK;
+}
+
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
 {
     wb_status s = wb_legalize_format(f, t);
@@ -221,13 +228,18 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (!pow2_in(c->warps_n, 1, 8) || !pow2_in(c->warps_k, 1, 16) || c->warps_n * c->warps_k > 16)
         return wb_fail(WB_ERR_UNSUPPORTED, "warps_n must be 1, 2, 4 or 8 and warps_k 1, 2, 4, 8 or 16, with at "
                                            "most 16 warps (got %d x %d)", c->warps_n, c->warps_k);
-    if (c->k_slices < 0 || c->k_slices > 4 || c->k_slices == 3)
-        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices must be 1, 2 or 4 (got %d)", c->k_slices);
+    wb_status ks = wb_legalize_k_slices(c);
+    if (ks)
+        return ks;
     if (c->k_slices > 1 && (c->mma != WB_MMA_SYNC || wb_format_w8a8(f) || wb_format_fp4_acts(f)))
         return wb_fail(WB_ERR_UNSUPPORTED, "k_slices > 1 is built for the mma.sync kernel with 16-bit activations "
                                            "only (got %d)", c->k_slices);
     wb_layout lay;
     wb_layout_get(f, c, &lay);
+    if (wb_layout_copy_slots(&lay) > WB_MAX_COPY_SLOTS)
+        return wb_fail(WB_ERR_UNSUPPORTED, "this config copies %d 16-byte pieces of a tile per thread and stage; "
+                                           "at most %d (fewer m_tiles or k_slices, or more warps)",
+                       wb_layout_copy_slots(&lay), WB_MAX_COPY_SLOTS);
     if (lay.smem > t->smem_max)
         return wb_fail(WB_ERR_UNSUPPORTED, "this config needs %d bytes of shared memory; %s has %d",
                        lay.smem, t->name, t->smem_max);

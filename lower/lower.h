@@ -8,6 +8,8 @@
 
 /* Refuse, with a reason, what this target or this build cannot do. The config must be complete. */
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *cfg);
+/* The range of k_slices (0: let the heuristic choose), before any other rule. */
+wb_status wb_legalize_k_slices(const wb_config *c);
 /* The format part alone (what any config would need). */
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t);
 /* mma.sync lowering of the standard GEMM (lower/lower_gemm.c). */

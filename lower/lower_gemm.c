@@ -85,7 +85,7 @@ static void plan_slots(lw *L, plan *p, int total, slot_fn *fn)
 {
     int threads = L->lay.threads;
     p->n = 0;
-    for (int i = 0; i * threads < total && p->n < MAX_SLOTS; i++) {
+    for (int i = 0; i * threads < total && p->n < WB_MAX_COPY_SLOTS; i++) { /* legalize checks */
         slot *sl = &p->s[p->n++];
         wb_reg id = addi(L, L->tid, (int64_t)i * threads);
         sl->pred = (wb_reg){-1};

@@ -155,6 +155,8 @@ expect 2 "k-slices 3 is refused" "k_slices must be 1, 2 or 4" -- $W ptx w4a16 --
 expect 2 "k-slices on wgmma is refused" "k_slices > 1 is built for the mma.sync kernel" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --mma wgmma --k-slices 2
 expect 2 "k-slices on W8A8 is refused" "16-bit activations" -- $W ptx int8 --arch sm_80 --m 1 --k-slices 2
+expect 2 "k-slices past the copy slots is refused" "at most 32" -- \
+    $W ptx w4a16 --arch sm_80 --m 64 --m-tiles 8 --warps-n 1 --warps-k 1 --k-slices 4 --mma mma.sync
 expect 2 "k-slices past K is refused" "K a multiple of 1024" -- \
     $W ptx w4a16 --arch sm_80 --m 1 --k 512 --mma mma.sync --warps-n 1 --warps-k 4 --k-slices 4
 if expect 0 "ptx" "" -- $W ptx w4a16 --arch hopper; then
@@ -250,7 +252,8 @@ fi
 # ---- selftest / bench usage (no GPU needed)
 if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
-    awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma"))) { bad = 1 }
+    awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma" ||
+                                    $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4"))) { bad = 1 }
                  END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"
     grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"
