@@ -9,14 +9,14 @@
  *    bf16 has only 7 mantissa bits, so 8-bit codes are gathered as two nibbles and joined by an fma.
  *  - small floats eXmY: sign, exponent and mantissa bits are moved into the 16-bit layout with shifts
  *    and one lop3 select; one multiply by 2^(bias16 - biasX) corrects the exponent (exact, subnormals
- *    included).
- *  - e2m1 where the target converts fp4 in hardware (WB_FEAT_CVT_FP4: sm_100a, sm_103a, sm_120a):
- *    the nibbles of a k16 step are regrouped into one byte per pair (shr, shl, two lop3, one
+ *    included). Codes of one plane (1, 2 or 4 bits: e2m1) take their bits from two shifted copies of
+ *    the code word that all registers of the word share: an and, a lop3 and the fma a register.
+ *  - e2m1 into f16 where the target converts fp4 in hardware (WB_FEAT_CVT_FP4: sm_100a, sm_103a,
+ *    sm_120a): the nibbles of a k16 step are regrouped into one byte per pair (shr, shl, two lop3, one
  *    unpacking mov) and one cvt.rn.f16x2.e2m1x2 per pair gives the exact f16 values: 9 instructions
- *    per step instead of the bit moves' 27 (13 and 31 with the scale fma). There is no bf16x2 form
- *    (ptxas 13.0: "Unexpected instruction types"); for bf16, one f16 fma by 2^-19 makes each value
- *    an f16 subnormal whose bits are those of the bf16 value * 2^-128, and two bf16 fma by 2^64
- *    give the value: 21 instructions per step instead of 27 (25 and 31 with the scale fma).
+ *    per step instead of the one-plane bit moves' 19 (13 and 23 with the scale fma). There is no
+ *    bf16x2 form (ptxas 13.0: "Unexpected instruction types"), and the three fma a pair that took
+ *    the f16 values to bf16 cost more than the bit moves (hw_e2m1), so bf16 keeps the bit moves.
  *  - e4m3 / e5m2 into f16 where the target converts fp8 in hardware (WB_FEAT_CVT_FP8: sm_90a,
  *    sm_100a, sm_103a, sm_120a): shl, shr and two lop3 join a step's two nibble planes into bytes,
  *    one prmt and one cvt.u16.u32 per pair make its .b16, one cvt.rn.f16x2.e4m3x2/e5m2x2 gives the
@@ -119,7 +119,7 @@ static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, 
     return (wb_reg){(int)acc.v};
 }
 
-/* words[word] >> shift, once per (word, shift) */
+/* words[word] >> shift (<< -shift when negative), once per (word, shift) */
 static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
 {
     if (!shift)
@@ -127,7 +127,8 @@ static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
     for (int i = 0; i < d->nshift; i++)
         if (d->shifted[i].word == word && d->shifted[i].shift == shift)
             return d->shifted[i].r;
-    wb_reg r = emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift));
+    wb_reg r = shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
+                         : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
     if (d->nshift < 32) {
         d->shifted[d->nshift].word = word;
         d->shifted[d->nshift].shift = shift;
@@ -206,6 +207,24 @@ static wb_reg float_value(dq *d, const wb_reg *words, const wb_codes *cs, int st
     return fma2(d, x, konst(d, pair(factor)), konst(d, 0x80008000u));
 }
 
+/* One-plane small floats (B = 1, 2, 4: e2m1, ...): the same bits as float_value, from two shifted
+ * copies of the code word that the registers of a word share (one puts the exponent and mantissa
+ * bits under the T mantissa's top, one puts the sign at bit 15): an and, one lop3 and the fma a
+ * register, about 2 shifts a word; e2m1 in f16 takes 4.75 instructions a register instead of 7. */
+static wb_reg float1_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
+{
+    int X = d->fmt->w.ebits, Y = d->fmt->w.mbits, B = cs->bits;
+    int mant = d->bf ? 7 : 10, bias16 = d->bf ? 127 : 15, bias = (1 << (X - 1)) - 1;
+    int word, bit;
+    wb_plane_field(&cs->plane[0], step, reg, &word, &bit);
+    wb_reg m = shifted(d, words, word, bit - (mant - Y)), s = shifted(d, words, word, bit + B - 1 - 15);
+    wb_reg mag = emit3(d, WB_OP_AND, "b32", wb_r(m), wb_hex(mask_at(X + Y, mant - Y)));
+    wb_reg x = lop3(d, wb_r(mag), wb_r(s), wb_hex(0x80008000u), 0xF8); /* a | (b & c) */
+    uint32_t e = (uint32_t)(bias16 + bias16 - bias);
+    uint32_t factor = d->bf ? e << 7 : e << 10;
+    return fma2(d, x, konst(d, pair(factor)), konst(d, 0x80008000u));
+}
+
 /* A step's e2m1 codes as one byte per register pair, low nibble the first code (the low half of the
  * pair, which cvt.rn.f16x2.e2m1x2 converts from the low nibble). The 4-bit plane keeps the step in
  * one word with register r's codes at bits 4r and 16 + 4r: nibbles n0..n3 are the first codes of
@@ -229,25 +248,14 @@ static void e2m1_bytes(dq *d, const wb_reg *words, const wb_codes *cs, int step)
     d->byte_step = step;
 }
 
-/* e2m1 codes -> their value in T by the hardware conversion, exactly (every e2m1 value is an f16).
- * T = bf16: the conversion gives f16 values v (0, +-0.5, ..., +-6); v * 2^-19 is an f16 subnormal
- * n * 2^-24 with n = 32|v| <= 192, exact (one f16 fma, which keeps the sign, and -0). Its bits
- * (sign, n) read as bf16 are n * 2^-133 = v * 2^-128: for n < 128 a bf16 subnormal, for
- * 128 <= n < 256 exponent 1 and mantissa n - 128, the same value. Two bf16 fma by 2^64 (2^128 is
- * not a bf16) give v, exact, -0 kept: the same bits as the bit moves' fma by 2^126, so the scaling
- * fma that follows gives the same bits for every scale. */
+/* e2m1 codes -> their value in f16 by the hardware conversion, exactly (every e2m1 value is an f16). */
 static wb_reg e2m1_cvt_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg)
 {
     if (d->byte_step != step)
         e2m1_bytes(d, words, cs, step);
     wb_reg r = wb_new_reg(d->f, WB_RC_B32);
     wb_emit(d->f, WB_OP_CVT, "rn.f16x2.e2m1x2", 2, wb_r(r), wb_r(d->byte[reg]));
-    if (!d->bf)
-        return r;
-    wb_opnd neg0 = konst(d, 0x80008000u);
-    wb_reg sub = fma2_as(d, "f16x2", r, konst(d, pair(0x0020 /* f16 2^-19 */)), neg0);
-    wb_opnd up = konst(d, pair((64 + 127) << 7 /* bf16 2^64 */));
-    return fma2(d, fma2(d, sub, up, neg0), up, neg0);
+    return r;
 }
 
 /* A step's 8-bit codes (4+4 planes: low nibbles in word `step`, high nibbles in word 4 + step, the
@@ -296,10 +304,13 @@ static int hw_fp8(const wb_func *f, const wb_format *fmt)
            (f->target->features & WB_FEAT_CVT_FP8);
 }
 
-/* The hardware rule applies: e2m1 into f16 or bf16 on a target with the fp4 conversion. */
+/* The hardware rule applies: e2m1 into f16 on a target with the fp4 conversion. Into bf16 (no bf16x2
+ * form: three fma more a pair) the one-plane bit moves are cheaper: 140 against 144 SASS instructions
+ * in the K loop of mxfp4 at M = 1 on sm_100a, 122 against 126 with bf16 scales (e2m1 in f16: 96 by
+ * the hardware, 140 by the bit moves). */
 static int hw_e2m1(const wb_func *f, const wb_format *fmt)
 {
-    return fmt->w.kind == WB_KIND_FLOAT &&
+    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->w.kind == WB_KIND_FLOAT &&
            fmt->w.ebits == 2 && fmt->w.mbits == 1 && f->target && (f->target->features & WB_FEAT_CVT_FP4);
 }
 
@@ -365,12 +376,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     int hw8 = hw_fp8(f, fmt);
     const char *scaling = scaled ? "one fma by the group scale" : "unscaled (the f32 product is scaled)";
     char note[320];
-    if (hw && d.bf)
-        snprintf(note, sizeof note, "dequant rule: e2m1 -> bf16 by the hardware cvt.rn.f16x2.e2m1x2 (%s): shr, shl "
-                 "and two lop3 regroup a step's nibbles into a byte per pair, one mov unpacks them; f16 fma by "
-                 "2^-19 gives f16 subnormals with the bits of bf16 value*2^-128, two bf16 fma by 2^64; %s",
-                 f->target->name, scaling);
-    else if (hw)
+    if (hw)
         snprintf(note, sizeof note, "dequant rule: e2m1 -> f16 by the hardware cvt.rn.f16x2.e2m1x2 (%s): shr, shl "
                  "and two lop3 regroup a step's nibbles into a byte per pair, one mov unpacks them; %s",
                  f->target->name, scaling);
@@ -382,8 +388,9 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
         snprintf(note, sizeof note, "dequant rule: 16-entry table (%s) in 8 registers, three levels of prmt "
                  "pick each code's value; %s", fmt->w.ebits ? "lut4" : "nf4", scaling);
     else if (is_float)
-        snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (shl, lop3 select), "
-                 "one fma by 2^(bias difference); %s", fmt->w.ebits, fmt->w.mbits, d.bf ? "bf16" : "f16", scaling);
+        snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (%s), one fma by "
+                 "2^(bias difference); %s", fmt->w.ebits, fmt->w.mbits, d.bf ? "bf16" : "f16",
+                 cs.nplanes == 1 ? "two shifted copies of each word, and, lop3" : "shl, lop3 select", scaling);
     else
         snprintf(note, sizeof note, "dequant rule: %d-bit integer codes in %d plane(s) gathered by lop3 into %s "
                  "magic 0x%04X%s, fma subtracts magic+zero; %s", cs.bits, cs.nplanes, d.bf ? "bf16" : "f16",
@@ -406,6 +413,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
             wb_reg v = hw         ? e2m1_cvt_value(&d, words, &cs, step, reg)
                        : hw8      ? fp8_cvt_value(&d, words, &cs, step, reg)
                        : is_table ? table_value(&d, words, &cs, step, reg)
+                       : is_float && cs.nplanes == 1 ? float1_value(&d, words, &cs, step, reg)
                        : is_float ? float_value(&d, words, &cs, step, reg)
                                   : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
             if (!scaled) {
