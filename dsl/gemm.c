@@ -10,13 +10,14 @@ static int needs_scale_tile(const wb_format *f)
 
 /* One scale per channel covers a warp's whole k64 slice (per-channel scales, or groups of a multiple
  * of 64): apply it to the slice's f32 product (4 fmas per m-tile) instead of to its weights (16 paired
- * fmas), which pays while m_tiles <= 2. A float zero point is added after scaling, so it keeps the
- * scale in the dequant. (wgmma tiles are wide: they scale the weights. So does the batch-invariant
- * mode, whose rounding must not change with m_tiles.) */
-static int scale_whole_slice(const wb_format *f, const wb_config *cfg)
+ * fmas), which pays while m_tiles <= 2. Groups of 32 at one m-tile likewise, one product per group
+ * (8 fmas against 16). A float zero point is added after scaling, so it keeps the scale in the
+ * dequant. (wgmma tiles are wide: they scale the weights. So does the batch-invariant mode, whose
+ * rounding must not change with m_tiles.) */
+static int scale_products(const wb_format *f, const wb_config *cfg)
 {
-    return f->g % WB_SLICE_K == 0 && f->zp != WB_ZP_FP && cfg->m_tiles <= 2 && cfg->mma != WB_MMA_WGMMA &&
-           !cfg->batch_invariant;
+    int slice = f->g % WB_SLICE_K == 0 && cfg->m_tiles <= 2, half = f->g == WB_SLICE_K / 2 && cfg->m_tiles == 1;
+    return (slice || half) && f->zp != WB_ZP_FP && cfg->mma != WB_MMA_WGMMA && !cfg->batch_invariant;
 }
 
 /* W8A8: the code fragment goes straight into the integer MMA; the per-channel and per-token scales
@@ -76,7 +77,7 @@ wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg, int block_sca
     int wf = wb_load_frag(k, w);
     int sf = s >= 0 ? wb_load_frag(k, s) : -1;
     int af = wb_load_frag(k, at);
-    if (scale_whole_slice(f, cfg)) {
+    if (scale_products(f, cfg)) {
         int wd = wb_dequant_unscaled(k, wf, sf);
         wb_mma_scaled(k, acc, wd, af, sf);
     } else {

@@ -216,8 +216,9 @@ static void mma(wb_kernel *k, const char *call, int acc, int weights, int acts, 
                                        : "unscaled weights need their scale: use wb_mma_scaled");
         return;
     }
-    if (scales >= 0 && (def_of(k, scales)->operand != WB_OPERAND_SCALE || k->fmt.g % WB_SLICE_K)) {
-        set_error(k, call, "the scale of a whole k64 slice needs a SCALE fragment and g = 0 or a multiple of 64");
+    if (scales >= 0 && (def_of(k, scales)->operand != WB_OPERAND_SCALE ||
+                        (k->fmt.g % WB_SLICE_K && k->fmt.g != WB_SLICE_K / 2))) {
+        set_error(k, call, "scaled f32 products need a SCALE fragment and g = 0, 32 or a multiple of 64");
         return;
     }
     wb_tile_op *o = append(k, scales >= 0 ? WB_TOP_MMA_SCALED : WB_TOP_MMA, call);

@@ -138,7 +138,8 @@ int wb_dequant(wb_kernel *k, int codes, int scales);
 /* fp4 activations: the A tile of codes and its ASCALE tile -> a 16-bit A tile, inside the K loop; its
  * fragments are then loaded as those of 16-bit activations */
 int wb_dequant_tile(wb_kernel *k, int codes, int scales);
-/* code - zero only; the scale is applied by wb_mma_scaled to the f32 product of the warp's slice */
+/* code - zero only; the scale is applied by wb_mma_scaled to the f32 product of the warp's slice (of
+ * each half of it with g = 32) */
 int wb_dequant_unscaled(wb_kernel *k, int codes, int records);
 int wb_acc(wb_kernel *k);
 void wb_mma(wb_kernel *k, int acc, int weights, int acts);

@@ -779,22 +779,19 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         }
 }
 
-/* d = a x b over the slice's four k16 steps, starting from d, or from `zero` when it is a register. */
-static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
+/* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
+ * it is a register. */
+static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero, int first, int end)
 {
-    if (L->wg) {
-        wb_wgmma_steps(L, c, a, b);
-        return;
-    }
     int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
-    for (int step = 0; step < 4; step++) {
+    for (int step = first; step < end; step++) {
         const wb_reg *w = &a[step * 4];
         for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
             wb_reg *d = &c[mt * 4];
             const wb_reg *x = &b[(mt * 4 + step) * 2];
             for (int half = 0; half < 2 - k16; half++) {
                 wb_reg in[4] = {d[0], d[1], d[2], d[3]};
-                if (zero.id >= 0 && step == 0 && half == 0)
+                if (zero.id >= 0 && step == first && half == 0)
                     in[0] = in[1] = in[2] = in[3] = zero;
                 if (k16)
                     wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
@@ -807,6 +804,15 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
             }
         }
     }
+}
+
+/* d = a x b over the slice's four k16 steps (mma.sync or wgmma). */
+static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
+{
+    if (L->wg)
+        wb_wgmma_steps(L, c, a, b);
+    else
+        mma_steps_in(L, c, a, b, zero, 0, 4);
 }
 
 static void lower_mma(lw *L, int acc, int weights, int acts)
@@ -844,22 +850,26 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         mma_steps(L, c, a, b, (wb_reg){-1});
 }
 
-/* The slice's product into a fresh f32 tile, then acc += scale * product, one fma per element:
- * elements 0 and 1 of each m-tile are channel gid, 2 and 3 channel gid + 8. */
+/* Each scale group's product (the slice, or its k32 halves) into a fresh f32 tile, then acc +=
+ * scale * product, one fma per element: elements 0 and 1 of each m-tile are channel gid, 2 and 3
+ * channel gid + 8; group gi's scales are s[gi * 4], s[gi * 4 + 1]. */
 static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
-    int nacc = L->cfg->m_tiles * 4;
+    int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
     wb_reg *p = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *p);
     if (!c || !a || !b || !s || !p) {
         L->f->oom |= !p;
         return;
     }
-    for (int i = 0; i < nacc; i++)
-        p[i] = wb_new_reg(L->f, WB_RC_F32);
-    mma_steps(L, p, a, b, mov(L, "f32", WB_RC_F32, wb_f32(0.0f)));
-    for (int i = 0; i < nacc; i++)
-        wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(p[i]), wb_r(s[(i & 3) >> 1]), wb_r(c[i]));
+    wb_reg zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+    for (int gi = 0; gi < gpc; gi++) {
+        for (int i = 0; i < nacc; i++)
+            p[i] = wb_new_reg(L->f, WB_RC_F32);
+        mma_steps_in(L, p, a, b, zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+        for (int i = 0; i < nacc; i++)
+            wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(p[i]), wb_r(s[gi * 4 + ((i & 3) >> 1)]), wb_r(c[i]));
+    }
 }
 
 /* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */

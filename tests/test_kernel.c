@@ -79,10 +79,12 @@ END_TEST
 
 START_TEST(scale_goes_to_the_product_when_it_pays)
 {
-    /* one scale per k64 slice and few m-tiles: unscaled dequant + mma_scaled; else the weights are scaled */
+    /* one scale per k64 slice and few m-tiles, or groups of 32 and one m-tile: unscaled dequant +
+     * mma_scaled; else the weights are scaled */
     struct { const char *spec; int64_t m; int scaled_product; } cases[] = {
-        {"w4a16", 1, 1}, {"w4a16,g=0", 16, 1}, {"w4a16-zp", 1, 1}, {"w4a16,g=32", 1, 0},
-        {"a=f16,w=uint4,zp=fp,g=128", 1, 0}, {"w4a16", 4096, 0}, {"mxfp4", 1, 0}};
+        {"w4a16", 1, 1}, {"w4a16,g=0", 16, 1}, {"w4a16-zp", 1, 1}, {"w4a16,g=32", 1, 1}, {"w4a16,g=32", 16, 0},
+        {"w4a16,g=16", 1, 0}, {"a=f16,w=uint4,zp=fp,g=128", 1, 0}, {"w4a16", 4096, 0}, {"mxfp4", 1, 1},
+        {"nvfp4-a16", 1, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
         wb_config c = full_config(&f, WB_ARCH_SM90A, cases[i].m);
@@ -107,14 +109,14 @@ START_TEST(scale_goes_to_the_product_when_it_pays)
     wb_mma(k, acc, wb_dequant_unscaled(k, wf, sf), af);
     ck_assert_str_eq(k->error, "wb_mma: unscaled weights need their scale: use wb_mma_scaled");
     wb_kernel_destroy(k);
-    f = fmt("w4a16,g=32");
+    f = fmt("w4a16,g=16");
     k = wb_kernel_create(&f, &c);
     a = wb_load_tile(k, WB_OPERAND_A, 2), w = wb_load_tile(k, WB_OPERAND_W, 2);
     s = wb_load_tile(k, WB_OPERAND_SCALE, 2), acc = wb_acc(k);
     wb_kloop(k);
     wf = wb_load_frag(k, w), sf = wb_load_frag(k, s), af = wb_load_frag(k, a);
     wb_mma_scaled(k, acc, wb_dequant_unscaled(k, wf, sf), af, sf);
-    ck_assert_str_eq(k->error, "wb_mma_scaled: the scale of a whole k64 slice needs a SCALE fragment and g = 0 or a "
+    ck_assert_str_eq(k->error, "wb_mma_scaled: scaled f32 products need a SCALE fragment and g = 0, 32 or a "
                                "multiple of 64");
     wb_kernel_destroy(k);
     f = fmt("a=f16,w=uint4,zp=fp,g=128");

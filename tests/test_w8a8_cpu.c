@@ -1560,7 +1560,8 @@ END_TEST
  * stage: the K loop's body lowered once per slice, fragment addresses a slice apart), split K over
  * warps, several m-tiles, tails past M; int4 and int2 per group of 128 (the slice's product scaled in
  * f32), uint3 and uint4 with integer zero points per group of 64, int8 per channel (bf16), e2m1 with
- * e8m0 scales per 32, plain loads, and the most copies per thread that legalize admits. */
+ * e8m0 scales per 32, uint4 and int4 per group of 32 (one f32 product per group), plain loads, and the
+ * most copies per thread that legalize admits. */
 START_TEST(a16_kernel_k_slices)
 {
     static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } cases[] = {
@@ -1573,6 +1574,9 @@ START_TEST(a16_kernel_k_slices)
         {"a=bf16,w=int8,ws=bf16,g=0", WB_ARCH_SM90A, 9, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
         {"a=f16,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
         {"w4a16", WB_ARCH_SM75, 5, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
+        /* groups of 32 at one m-tile: one f32 product per group (mma_scaled), zero points per group */
+        {"a=f16,w=uint4,ws=f16,g=32,zp=int", WB_ARCH_SM80, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 2}},
+        {"a=f16,w=int4,ws=bf16,g=32,out=f16", WB_ARCH_SM90A, 1, 64, 2048, {0}},
         /* the most copies a thread makes: 64 tokens x 2 slices x 8 pieces of activations over 32 threads */
         {"w4a16", WB_ARCH_SM80, 64, 32, 1024, {.m_tiles = 8, .warps_n = 1, .warps_k = 1, .k_slices = 2, .stages = 2}},
     };
