@@ -746,6 +746,16 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_int_eq(d16.k_slices, 1); /* two m-tiles: split K alone (config.c) */
     ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
     ck_assert_int_eq(d8.warps_k * d8.k_slices, 4);
+    /* k_slices stays 1 where it was not measured to pay or is not built: W8A8, fp4 activations,
+     * batch-invariant, two m-tiles */
+    const char *one_slice[] = {"int8", "nvfp4", "w4a16"};
+    for (int i = 0; i < 3; i++) {
+        wb_format g = fmt(one_slice[i]);
+        wb_config e = {.batch_invariant = i == 2};
+        ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, 8192, 8192, &e), WB_OK);
+        ck_assert_msg(e.k_slices == 1, "%s: k_slices %d", one_slice[i], e.k_slices);
+    }
+    ck_assert_int_eq(d16.k_slices, 1);
 }
 END_TEST
 
