@@ -12,12 +12,13 @@ static int needs_scale_tile(const wb_format *f)
  * of 64): apply it to the slice's f32 product (4 fmas per m-tile) instead of to its weights (16 paired
  * fmas), which pays while m_tiles <= 2. Groups of 32 at one m-tile likewise, one product per group
  * (8 fmas against 16). A float zero point is added after scaling, so it keeps the scale in the
- * dequant. (wgmma tiles are wide: they scale the weights. So does the batch-invariant mode, whose
+ * dequant. (wgmma and tcgen05 tiles are wide: they scale the weights. So does the batch-invariant mode, whose
  * rounding must not change with m_tiles.) */
 static int scale_products(const wb_format *f, const wb_config *cfg)
 {
     int slice = f->g % WB_SLICE_K == 0 && cfg->m_tiles <= 2, half = f->g == WB_SLICE_K / 2 && cfg->m_tiles == 1;
-    return (slice || half) && f->zp != WB_ZP_FP && cfg->mma != WB_MMA_WGMMA && !cfg->batch_invariant;
+    return (slice || half) && f->zp != WB_ZP_FP && cfg->mma != WB_MMA_WGMMA && cfg->mma != WB_MMA_TCGEN05 &&
+           !cfg->batch_invariant;
 }
 
 /* W8A8: the code fragment goes straight into the integer MMA; the per-channel and per-token scales

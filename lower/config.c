@@ -105,6 +105,35 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     }
 }
 
+/* tcgen05 (sm_100a / sm_103a, --mma tcgen05): blocks of 128 channels (the MMA's M) by the widest token
+ * tile up to 256 that still gives every SM a block, then the deepest pipeline that fits, 3 to 8 stages.
+ * Not measured on a GPU yet: no Blackwell GPU was available to this project (docs/architecture.md). */
+static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, int64_t n, wb_config *c)
+{
+    if (!c->load)
+        c->load = WB_LOAD_CP_ASYNC;
+    if (!c->warps_n)
+        c->warps_n = WB_TC_M / 16;
+    if (!c->warps_k)
+        c->warps_k = 1;
+    if (!c->m_tiles) {
+        int mt = 2;
+        while (8 * mt < m && mt < 32)
+            mt *= 2;
+        while (mt > 2 && n / WB_TC_M * ((m + 8 * mt - 1) / (8 * mt)) < t->sm_count_hint)
+            mt /= 2;
+        c->m_tiles = mt;
+    }
+    if (!c->stages) {
+        wb_config one = *c;
+        one.stages = 1;
+        wb_layout lay;
+        wb_layout_get(f, &one, &lay);
+        int64_t fit = (t->smem_max - (lay.smem - lay.stage)) / lay.stage;
+        c->stages = fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
+    }
+}
+
 /* The heuristic picks wgmma where the target has it, M > 64 and no forced field rules it out. Up to
  * M = 64 the split-K mma.sync kernel below was faster on 3 of the 4 suite shapes (H200, docs/perf.md):
  * wgmma's per-iteration barrier, copies and dequant outweigh an MMA of 32 or 64 tokens. */
@@ -135,6 +164,10 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
                                                                                               : WB_MMA_SYNC;
     if (c->mma == WB_MMA_WGMMA) {
         choose_wgmma(t, f, m, n, k, c);
+        return WB_OK;
+    }
+    if (c->mma == WB_MMA_TCGEN05) {
+        choose_tcgen05(t, f, m, n, c);
         return WB_OK;
     }
     if (!c->load)

@@ -1,6 +1,7 @@
 /* The GEMM lowering's private state and emit helpers, shared by lower_gemm.c (the kernel: copies,
- * fragments, mma.sync, epilogue) and lower_wgmma.c (what the wgmma path adds: descriptors, wgmma
- * groups, the rotated loop, TMA loads). Not installed; nothing else includes it. */
+ * fragments, mma.sync, epilogue), lower_wgmma.c (what the wgmma path adds: descriptors, wgmma
+ * groups, the rotated loop, TMA loads) and lower_tcgen05.c (tensor memory, tcgen05.mma). Not
+ * installed; nothing else includes it. */
 #ifndef WB_GEMM_LOWER_H
 #define WB_GEMM_LOWER_H
 
@@ -72,6 +73,10 @@ typedef struct lw {
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
+    int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
+    wb_reg tmem, tc_idesc, tc_pacc;    /* tc: the accumulator's TMEM address, the instruction descriptor,
+                                          "accumulate" (false for the first tile's first step) */
+    wb_reg tc_arow, tc_xor[8];         /* tc: this thread's row of the weight tile, chunk offsets */
     int bs;                            /* fp4 x fp4 on the block-scaled MMA: its scale_vec (lower_block.c) */
     struct block *block;               /* bs: the activation scale words and their addresses */
 } lw;
@@ -237,6 +242,14 @@ void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
  * `tile`, in the read stage; its barrier ends it) */
 void wb_act4_setup(lw *L);
 void wb_act4_tile(lw *L, wb_reg tile);
+
+/* lower_tcgen05.c */
+void wb_tc_setup(lw *L);
+void wb_tc_wait_tile(lw *L, wb_reg tile);
+void wb_tc_top(lw *L);
+void wb_tc_frag_desc(lw *L, int value);
+void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc);
+void wb_tc_epilogue(lw *L);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

@@ -64,7 +64,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         int nparams = quantized ? 9 + (wb_format_fp4_acts(f) && f->ags) : (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
         wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), quantized ? params_q : params,
                            nparams,
-                           cfg->mma == WB_MMA_WGMMA ? 1024 : 128, lay.threads, title};
+                           cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05 ? 1024 : 128, lay.threads, title};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */
             wb_buf top = {0};

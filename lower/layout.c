@@ -35,13 +35,20 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->w_off = L->q_off + L->q_stage;
     L->s_off = L->w_off + L->w_stage;
     L->stage = L->s_off + L->s_stage;
-    if (cfg->mma == WB_MMA_WGMMA) /* wgmma reads the activation tile in 1024-byte swizzle atoms */
+    if (cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05) /* read in 1024-byte swizzle atoms */
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
         L->smem += 16 * ((cfg->stages + 1) / 2);
+    L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = 0;
+    if (cfg->mma == WB_MMA_TCGEN05) {
+        L->tc_a_off = L->smem;
+        L->tc_mbar_off = L->tc_a_off + 2 * WB_TC_M * 128;
+        L->tc_tmem_off = L->tc_mbar_off + 16;
+        L->smem = L->tc_tmem_off + 16;
+    }
     if (L->red_bytes > L->smem)
         L->smem = L->red_bytes;
 }

@@ -19,6 +19,7 @@
 #include "warble.h"
 
 #define WB_KW 64 /* k per warp per stage */
+#define WB_TC_M 128 /* tcgen05: channels per block, the MMA's M */
 #define WB_MAX_COPY_SLOTS 32 /* 16-byte copies of one tile per thread and stage */
 
 typedef struct wb_layout {
@@ -38,6 +39,10 @@ typedef struct wb_layout {
     int a_off, w_off, s_off;              /* offsets inside a stage */
     int red_bytes;        /* split-K reduction buffer */
     int mbar_off;         /* TMA loads: one 8-byte mbarrier per stage, after the stages */
+    int tc_a_off;         /* tcgen05: two dequantized weight tiles (128 channels x 128 bytes, swizzled
+                             like the activation tile) after the stages, then two mbarriers (one per
+                             tile: its MMAs' commit) at tc_mbar_off and the TMEM address at tc_tmem_off */
+    int tc_mbar_off, tc_tmem_off;
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
 

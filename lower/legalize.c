@@ -189,10 +189,26 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));
-    if (c->mma != WB_MMA_SYNC && c->mma != WB_MMA_WGMMA)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build yet (mma.sync, wgmma)",
+    if (c->mma != WB_MMA_SYNC && c->mma != WB_MMA_WGMMA && c->mma != WB_MMA_TCGEN05)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build (mma.sync, wgmma, tcgen05)",
                        wb_mma_name(c->mma));
-    if (c->mma == WB_MMA_WGMMA) {
+    if (c->mma == WB_MMA_TCGEN05) {
+        if (wb_format_w8a8(f) || wb_format_fp4_acts(f))
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) in this "
+                                               "build; quantized activations run on mma.sync there");
+        if (c->load != WB_LOAD_CP_ASYNC)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 needs --load cp.async (got %s)", wb_load_name(c->load));
+        if (c->stages < 3)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 needs 3 or more stages (the MMAs of one tile read "
+                                               "a stage while the next is dequantized and another fills; got %d)",
+                           c->stages);
+        if (c->warps_n != 8 || c->warps_k != 1)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 needs warps_n 8 and warps_k 1 (128 channels a block: "
+                                               "the MMA's M; got %d x %d)", c->warps_n, c->warps_k);
+        if (!pow2_in(c->m_tiles, 2, 32))
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 needs m_tiles 2, 4, 8, 16 or 32 (the MMA's N = 16 to "
+                                               "256 tokens; got %d)", c->m_tiles);
+    } else if (c->mma == WB_MMA_WGMMA) {
         if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_TMA)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs --load cp.async or tma (got %s)",
                            wb_load_name(c->load));

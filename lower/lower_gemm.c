@@ -346,7 +346,8 @@ static void plan_frags(lw *L)
 
 static void lower_kloop(lw *L)
 {
-    int stage = L->lay.stage, ahead = L->cfg->stages - 1, pdl = (L->t->features & WB_FEAT_GRIDDEP) != 0;
+    /* tcgen05: a stage is refilled only after the MMAs of two tiles ago, which read it, are complete */
+    int stage = L->lay.stage, ahead = L->cfg->stages - 1 - L->tc, pdl = (L->t->features & WB_FEAT_GRIDDEP) != 0;
     /* When is the next kernel let in? Decode kernels of one m-tile (M <= 8 on mma.sync) let it in at
      * the top: once every block has started, the driver schedules the next kernel's blocks into the
      * slots these leave, where they stream their first weight tiles (below) and wait. That took 4 to
@@ -358,6 +359,8 @@ static void lower_kloop(lw *L)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (L->tma)
         wb_tma_setup(L);
+    if (L->tc)
+        wb_tc_setup(L);
     plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
@@ -407,11 +410,13 @@ static void lower_kloop(lw *L)
         /* the rotated loop lands each tile at the previous iteration's end (wb_wgmma_kloop_end) */
     } else if (async_copies(L)) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
-        if (L->wg) /* make this thread's copies visible to wgmma, which reads through the async proxy */
+        if (L->wg || L->tc) /* make this thread's copies visible to the MMA, which reads the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
             wb_tma_wait(L, L->kt, L->ro);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        if (L->tc)
+            wb_tc_top(L);
         wb_reg next = addi(L, L->kt, ahead);
         wb_gemm_issue_ahead(L, next);
     } else {
@@ -526,6 +531,10 @@ static void lower_frag_a(lw *L, int value)
 {
     if (L->wg) {
         wb_wgmma_frag_desc(L, value);
+        return;
+    }
+    if (L->tc) {
+        wb_tc_frag_desc(L, value);
         return;
     }
     int mt_n = L->cfg->m_tiles;
@@ -650,7 +659,7 @@ void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s)
 static void lower_acc(lw *L, int value)
 {
     wb_reg *c = value_regs(L, value, L->cfg->m_tiles * 4);
-    if (!c)
+    if (!c || L->tc) /* tcgen05: the sums live in tensor memory */
         return;
     for (int i = 0; i < L->cfg->m_tiles * 4; i++)
         c[i] = s32_sums(L) ? mov(L, "s32", WB_RC_B32, wb_imm(0)) : mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
@@ -825,7 +834,9 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen4(L, q, a);
     }
-    if (c && a && b && L->w8a8 && L->wg)
+    if (c && a && b && L->tc)
+        wb_tc_mma(L, a, b);
+    else if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its scales */
         int nacc = L->cfg->m_tiles * 4;
@@ -893,6 +904,10 @@ static void lower_epilogue(lw *L, int acc)
     wb_reg *c = L->vals[acc];
     if (!c)
         return;
+    if (L->tc) {
+        wb_tc_epilogue(L);
+        return;
+    }
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
     const char *done = wb_new_label(L->f, "done");
     /* the next kernel may be scheduled now, unless it was at the top (lower_kloop) */
@@ -1007,6 +1022,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
+    L.tc = k->cfg.mma == WB_MMA_TCGEN05;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.rot = L.wg;
     L.wpre_value = -1;

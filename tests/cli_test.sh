@@ -65,6 +65,27 @@ fi
 expect 2 "fp8 on sm_100a names its native instruction" "tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet" \
     -- $W ptx fp8 --arch sm_100a
 expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --arch sm_80
+# ---- tcgen05 (sm_100a, sm_103a): forced with --mma, kind::f16 for 16-bit activations
+for arch in sm_100a sm_103a; do
+    if expect 0 "w4a16 on tcgen05 ($arch)" "" -- $W ptx w4a16 --arch $arch --m 300 --n 256 --k 1024 --mma tcgen05; then
+        grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "tcgen05 on $arch: no tcgen05.mma"
+        grep -q 'tcgen05.alloc.cta_group::1' "$tmp/out" || fail "tcgen05 on $arch: no TMEM allocation"
+        grep -q 'tcgen05.dealloc.cta_group::1' "$tmp/out" || fail "tcgen05 on $arch: TMEM never freed"
+        grep -q 'mma rule: f16 x f16 -> f32, tcgen05.mma kind::f16 M=128' "$tmp/out" || fail "tcgen05: no mma rule"
+    fi
+done
+if expect 0 "w4a16 on sm_100a without --mma stays on mma.sync" "" -- $W ptx w4a16 --arch sm_100a --m 300 --n 256 --k 1024; then
+    grep -q 'tcgen05' "$tmp/out" && fail "tcgen05 chosen without --mma tcgen05"
+fi
+expect 2 "tcgen05 on sm_90a is refused" "sm_90a has no tcgen05" -- $W ptx w4a16 --arch sm_90a --mma tcgen05
+expect 2 "tcgen05 with 8-bit activations is refused" "tcgen05 is built for 16-bit activations" \
+    -- $W ptx int8 --arch sm_100a --mma tcgen05
+expect 2 "tcgen05 with 64 channels a block is refused" "needs warps_n 8 and warps_k 1" \
+    -- $W ptx w4a16 --arch sm_100a --mma tcgen05 --warps-n 4
+expect 2 "tcgen05 with one m-tile is refused" "needs m_tiles 2, 4, 8, 16 or 32" \
+    -- $W ptx w4a16 --arch sm_100a --mma tcgen05 --m-tiles 1
+expect 2 "tcgen05 with two stages is refused" "needs 3 or more stages" \
+    -- $W ptx w4a16 --arch sm_100a --mma tcgen05 --stages 2
 if expect 0 "fp8 (W8A8) builds on sm_89, on mma.sync" "" -- $W ptx fp8 --arch sm_89 --m 16 --n 256 --k 256; then
     grep -q 'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32' "$tmp/out" || fail "fp8 on sm_89: no fp8 mma"
 fi

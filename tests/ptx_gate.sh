@@ -4,8 +4,10 @@
 # its architecture, through `warble check` (ptxas -v: no failure, no warning, no spill) at M = 1..4096,
 # N = K = 4096 (the W4A16 family) or 1, 256 (the catalog).
 # bf16 activations on sm_75 have no tensor-core path and must be rejected with exit 2 (that passes).
-# Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them; the
-# activation quantizer of s8, e4m3 and e5m2 on every target (below).
+# Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them; every
+# format of the sm_100a plan with --mma tcgen05 on sm_100a and sm_103a (the formats with quantized
+# activations must be refused with exit 2: tcgen05 is built for 16-bit activations); the activation
+# quantizer of s8, e4m3 and e5m2 on every target (below).
 # Usage: WARBLE=build/warble JOBS=8 tests/ptx_gate.sh     (PTXAS=... overrides the ptxas binary)
 set -u
 WARBLE=${WARBLE:-build/warble}
@@ -55,7 +57,20 @@ forced() {
         echo "fail: sm_90a $spec m=$m $choices: exit $?" >"$out/$id.rc"
     fi
 }
-export -f one forced
+# tcgen05 (not chosen by the heuristic yet): arch, spec, job number.
+tcgen05() {
+    local arch=$1 spec=$2 id=$3 rc
+    local ms=256
+    case "$spec" in a=*,w=int4,ws=*|a=*,w=uint4,ws=*) ms=16,256,4096 ;; esac
+    "$WARBLE" check "$spec" --arch "$arch" --m "$ms" --n 4096 --k 4096 --mma tcgen05 >"$out/$id.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && grep -q "tcgen05 is built for 16-bit activations" "$out/$id.log"; }; then
+        echo "pass" >"$out/$id.rc"
+    else
+        echo "fail: $arch $spec --mma tcgen05: exit $rc" >"$out/$id.rc"
+    fi
+}
+export -f one forced tcgen05
 export WARBLE MS out
 
 id=0
@@ -67,9 +82,17 @@ for arch in $ARCHS; do
 done >"$out/jobs"
 "$WARBLE" selftest --list --arch sm_90a | awk -F'\t' -v id="$id" 'NF == 5 { printf "%s %s %s %s %s %05d\n", $1, $2, $3, $4, $5, id++ }' \
     >"$out/forced"
-total=$(($(wc -l <"$out/jobs") + $(wc -l <"$out/forced")))
+tid=50000
+for arch in sm_100a sm_103a; do
+    for spec in $(specs sm_100a); do
+        printf '%s %s %05d\n' "$arch" "$spec" "$tid"
+        tid=$((tid + 1))
+    done
+done >"$out/tc"
+total=$(($(wc -l <"$out/jobs") + $(wc -l <"$out/forced") + $(wc -l <"$out/tc")))
 xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$out/jobs"
 xargs -P "$JOBS" -L 1 bash -c 'forced "$@"' _ <"$out/forced"
+xargs -P "$JOBS" -L 1 bash -c 'tcgen05 "$@"' _ <"$out/tc"
 
 # The activation quantizer (`warble quant SPEC --arch A`): s8 everywhere, e4m3/e5m2 where the target
 # converts f32 to fp8 (sm_89 and newer; elsewhere refused with exit 2), from f16 and bf16; ptxas

@@ -84,14 +84,34 @@
             ck_abort_msg(__VA_ARGS__); \
     } while (0)
 
-enum { RUN, AT_WARP, AT_BAR, DONE };
+/* SPIN: at an mbarrier.try_wait that failed; it tries again in the next round */
+enum { RUN, AT_WARP, AT_BAR, SPIN, DONE };
+
+enum { MAX_MBARS = 4, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
 
 typedef struct thread {
     int pc, state;
     int waited;   /* past griddepcontrol.wait */
     int launched; /* griddepcontrol.launch_dependents executed */
+    int seen[MAX_MBARS]; /* per mbarrier: the phases this thread has seen complete (try_wait) */
+    int seen_rec;        /* the last tcgen05 commit this thread has seen complete, + 1 (a commit's
+                            completion includes every earlier MMA of its thread) */
     uint64_t *r;
 } thread;
+
+/* An mbarrier: its shared address, arrivals per phase, arrivals still missing, phases completed. */
+typedef struct mbar {
+    uint64_t addr;
+    int count, pending, phase;
+} mbar;
+
+/* The tcgen05.mma of one commit (or of the one not yet committed: open): the mbarrier its commit
+ * arrives on and the phase count that arrival completed. Until a thread has seen that phase, or that
+ * of a later commit, the shared chunks those MMAs read may not be written by it, nor the accumulator
+ * read. */
+typedef struct tc_rec {
+    int mbar, phase, open;
+} tc_rec;
 
 enum { NPARAMS = 10, MAX_BUFS = 8 };
 
@@ -136,6 +156,15 @@ typedef struct emu {
     uint64_t *written;
     uint32_t *fences;
     int pdl; /* the target has griddepcontrol: the kernel is launched with PDL */
+    mbar mbars[MAX_MBARS];
+    int nmbars, progress; /* progress: instructions run in this round (a failed try_wait is none) */
+    /* tcgen05: tensor memory (lanes x columns of f32), the allocation (base column, columns; 0 when
+     * none), per 16-byte shared chunk the record + 1 of the last MMA that read it, the records */
+    float *tmem;
+    int tmem_base, tmem_cols;
+    int *tc_read;
+    tc_rec *tc_recs;
+    int ntc_recs;
 } emu;
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
@@ -183,8 +212,27 @@ static void shared_write(emu *e, uint64_t addr, int bytes)
             ck_abort_msg("thread %d (insn %d) writes shared %llu (+%d) while warp %d's incomplete wgmma reads it",
                          e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes, w);
         }
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        if (e->tc_read[c]) {
+            const tc_rec *rec = &e->tc_recs[e->tc_read[c] - 1];
+            CHECK(!rec->open && e->t[e->cur].seen_rec >= e->tc_read[c],
+                  "thread %d (insn %d) writes shared %llu (+%d) while a tcgen05.mma that reads it may run (%s)",
+                  e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes,
+                  rec->open ? "not committed" : "its commit's mbarrier phase not waited for by this thread");
+        }
     for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
         e->written[a] = (uint64_t)(e->cur + 1) << 32 | e->fences[e->cur];
+}
+
+/* The mbarrier at shared address addr (initialized). */
+static mbar *mbar_at(emu *e, uint64_t addr)
+{
+    for (int i = 0; i < e->nmbars; i++)
+        if (e->mbars[i].addr == addr)
+            return &e->mbars[i];
+    ck_abort_msg("thread %d (insn %d): no mbarrier was initialized at shared %llu", e->cur, e->t[e->cur].pc,
+                 (unsigned long long)addr);
+    return NULL;
 }
 
 /* wgmma (warp w) reads `bytes` of B at addr: their writers must have fenced the async proxy since (and
@@ -237,7 +285,7 @@ static int is_collective(wb_op op)
     return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
            op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
-           op == WB_OP_MMA_BLOCK;
+           op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -387,6 +435,145 @@ static uint64_t prmt(uint64_t a, uint64_t b, uint64_t c)
 }
 
 /* Run thread `i` until it meets a collective op, a barrier or its end. */
+/* An operand's value in one lane's registers. */
+static uint64_t lane_val(const uint64_t *r, const wb_opnd *o) { return o->kind == WB_O_REG ? r[o->v] : (uint64_t)o->v; }
+
+/* tcgen05 (sm_100a, sm_103a; lower/lower_tcgen05.c), modelled from the PTX ISA. A shared memory
+ * descriptor: start address >> 4 in bits 0..13, leading byte offset bits 16..29 (unused by a swizzled
+ * K-major tile), stride between 8-row groups >> 4 in bits 32..45, the fixed 0b001 in bits 46..48, base
+ * offset 0 (49..51), offset mode 0 (52), zeros (53..60), swizzle mode in 61..63 (2: 128 bytes, the only
+ * one modelled: the 16-byte chunk index, address bits 4..6, XORed with bits 7..9). The address of byte
+ * `byte` (0..31 of a k16 step) of row r. */
+static uint64_t tc_smem_addr(uint64_t desc, int r, int byte)
+{
+    CHECK((desc >> 46 & 7) == 1, "tcgen05 descriptor: bits 46..48 must be 0b001 (got %d)", (int)(desc >> 46 & 7));
+    CHECK((desc >> 49 & 0xFFF) == 0, "tcgen05 descriptor: base offset, offset mode and bits 53..60 must be zero");
+    CHECK(desc >> 61 == 2, "tcgen05 descriptor swizzle mode %d is not modelled", (int)(desc >> 61));
+    CHECK((desc >> 14 & 3) == 0 && (desc >> 30 & 3) == 0, "tcgen05 descriptor: reserved bits set");
+    uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+    CHECK(start % 128 + (uint64_t)byte < 128, "tcgen05 operand step at row offset %d + byte %d leaves the 128-byte row",
+          (int)(start % 128), byte);
+    uint64_t lin = start + (uint64_t)(r / 8) * sbo + (uint64_t)(r % 8) * 128 + (uint64_t)byte;
+    return lin ^ (((lin >> 7) & 7) << 4);
+}
+
+/* tcgen05 reads `bytes` of shared memory at addr through the async proxy: their writers must have
+ * fenced it since (as async_read); the chunk is now read by the open record. */
+static void tc_read(emu *e, uint64_t addr, int bytes)
+{
+    for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++) {
+        uint64_t wr = e->written[a];
+        CHECK(!wr || e->fences[(wr >> 32) - 1] != (uint32_t)wr,
+              "tcgen05.mma reads shared %llu, written by thread %d with no fence.proxy.async since",
+              (unsigned long long)(4 * a), (int)(wr >> 32) - 1);
+    }
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        e->tc_read[c] = e->ntc_recs;
+}
+
+/* tcgen05.mma.cta_group::1.kind::f16 [d], adesc, bdesc, idesc, enable-input-d by one thread: the
+ * instruction descriptor (bits 0..3 zero: dense, no saturate; D f32 in bits 4..5 = 1; A and B f16 (0)
+ * or bf16 (1) in bits 7..9 and 10..12, equal; no negation (13, 14); both K-major (15, 16 zero); N >> 3
+ * in 17..22; M >> 4 in 24..28, 128 here; bits 6, 23, 29..31 zero). D[m][n] (TMEM lane m, column d + n)
+ * is D (or 0 when enable-input-d is false) plus the exact sum of the 16 products A[m][k] B[n][k],
+ * rounded once to f32, as the other 16-bit MMAs here; A is M x 16 and B N x 16, K-major through their
+ * descriptors. Complete at issue; the reads stay in flight until the commit's phase is seen. */
+static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    uint32_t idesc = (uint32_t)val(th, &o[3]), taddr = (uint32_t)val(th, &o[0]);
+    uint64_t ad = val(th, &o[1]), bd = val(th, &o[2]);
+    int bf = (int)(idesc >> 7 & 7), nn = (int)(idesc >> 17 & 63) * 8, mm = (int)(idesc >> 24 & 31) * 16;
+    CHECK((idesc & 0xF) == 0 && (idesc >> 4 & 3) == 1 && (idesc >> 6 & 1) == 0 && bf <= 1 &&
+              (int)(idesc >> 10 & 7) == bf && (idesc >> 13 & 0xF) == 0 && (idesc >> 23 & 1) == 0 && idesc >> 29 == 0,
+          "tcgen05.mma instruction descriptor 0x%08x is not modelled (f32 D, f16/bf16 A = B, K-major)", idesc);
+    CHECK(mm == TC_LANES && nn >= 16 && nn <= 256 && nn % 16 == 0, "tcgen05.mma M=%d N=%d is not modelled", mm, nn);
+    int lane = (int)(taddr >> 16), col = (int)(taddr & 0xFFFF);
+    CHECK(e->tmem_cols && lane == 0 && col >= e->tmem_base && col + nn <= e->tmem_base + e->tmem_cols,
+          "tcgen05.mma D at lane %d column %d (+%d) outside the allocated columns %d..%d", lane, col, nn, e->tmem_base,
+          e->tmem_base + e->tmem_cols - 1);
+    if (!e->ntc_recs || !e->tc_recs[e->ntc_recs - 1].open) {
+        CHECK(e->ntc_recs < MAX_TC_RECS, "too many tcgen05 commits for the model");
+        e->tc_recs[e->ntc_recs++] = (tc_rec){-1, 0, 1};
+    }
+    int acc = val(th, &o[4]) != 0;
+    static double a[TC_LANES][16], b[256][16];
+    for (int r = 0; r < mm; r++)
+        for (int k = 0; k < 16; k++) {
+            uint16_t v;
+            uint64_t at = tc_smem_addr(ad, r, 2 * k);
+            memcpy(&v, shared_at(e, at, 2), 2);
+            tc_read(e, at, 2);
+            a[r][k] = half_to_double(bf, v);
+        }
+    for (int n = 0; n < nn; n++)
+        for (int k = 0; k < 16; k++) {
+            uint16_t v;
+            uint64_t at = tc_smem_addr(bd, n, 2 * k);
+            memcpy(&v, shared_at(e, at, 2), 2);
+            tc_read(e, at, 2);
+            b[n][k] = half_to_double(bf, v);
+        }
+    for (int m = 0; m < mm; m++)
+        for (int n = 0; n < nn; n++) {
+            double sum = 0;
+            for (int k = 0; k < 16; k++)
+                sum += a[m][k] * b[n][k];
+            float *dst = &e->tmem[m * TC_COLS + col + n];
+            *dst = (float)((acc ? (double)*dst : 0.0) + sum);
+        }
+}
+
+/* tcgen05.ld.sync.aligned.32x32b.x8.b32 by one thread: lane (its warp's quarter of the 128: 32 (warp %
+ * 4) + lane), 8 columns from the address's. Every MMA must be complete and seen by this thread. */
+static void run_tc_ld(emu *e, thread *th, int i, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    uint32_t taddr = (uint32_t)val(th, &o[8]);
+    int lane = (int)(taddr >> 16), col = (int)(taddr & 0xFFFF), q = (i / 32) % 4;
+    CHECK(lane == 32 * q, "thread %d: tcgen05.ld 32x32b at lane %d; its warp reaches lanes %d..%d only", i, lane,
+          32 * q, 32 * q + 31);
+    CHECK(e->tmem_cols && col >= e->tmem_base && col + 8 <= e->tmem_base + e->tmem_cols,
+          "tcgen05.ld of columns %d..%d outside the allocation", col, col + 7);
+    CHECK(th->seen_rec == e->ntc_recs, "thread %d reads tensor memory before the MMAs of commit %d are complete "
+                                       "(waited for)", i, th->seen_rec);
+    for (int j = 0; j < 8; j++) {
+        float v = e->tmem[(lane + i % 32) * TC_COLS + col + j];
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        th->r[o[j].v] = bits;
+    }
+}
+
+/* tcgen05.alloc / dealloc / relinquish_alloc_permit (warp-wide, .sync.aligned). alloc: a power of two
+ * from 32 to 512 columns, once; its address (lane 0, the first column) goes to shared memory. The model
+ * hands out columns from 256 down when it can, so that a kernel assuming column 0 fails; the columns
+ * start as NaN, so that an MMA that should not accumulate, or a read of a column no MMA wrote, fails. */
+static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
+{
+    const wb_opnd *o = in->o;
+    CHECK(base == 0, "tcgen05 allocation by warp %d (warp 0 owns it)", base / 32);
+    if (in->op == WB_OP_TC_RELINQUISH)
+        return;
+    int cols = (int)lane_val(r[0], &o[1]);
+    if (in->op == WB_OP_TC_DEALLOC) {
+        CHECK(e->tmem_cols == cols && (int)(lane_val(r[0], &o[0]) & 0xFFFF) == e->tmem_base &&
+                  lane_val(r[0], &o[0]) >> 16 == 0, "tcgen05.dealloc of %d columns at 0x%x: not the allocation",
+              cols, (unsigned)lane_val(r[0], &o[0]));
+        e->tmem_cols = 0;
+        return;
+    }
+    CHECK(!e->tmem_cols && cols >= 32 && cols <= TC_COLS && !(cols & (cols - 1)),
+          "tcgen05.alloc of %d columns (a power of two from 32 to 512, once)", cols);
+    e->tmem_cols = cols;
+    e->tmem_base = cols <= 256 ? 256 : 0;
+    for (int l = 0; l < TC_LANES; l++)
+        for (int c = 0; c < cols; c++)
+            e->tmem[l * TC_COLS + e->tmem_base + c] = NAN;
+    uint32_t at = (uint32_t)e->tmem_base;
+    memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
+}
+
 static void run_thread(emu *e, int i)
 {
     thread *th = &e->t[i];
@@ -394,6 +581,7 @@ static void run_thread(emu *e, int i)
     while (th->state == RUN) {
         const wb_insn *in = &e->f->insns[th->pc];
         const wb_opnd *o = in->o;
+        e->progress++;
         if (in->guard >= 0 && (th->r[in->guard] != 0) == (in->guard_neg != 0)) {
             th->pc++;
             continue;
@@ -504,7 +692,49 @@ static void run_thread(emu *e, int i)
             fl->n -= fl->committed, fl->committed = 0;
             break;
         }
-        case WB_OP_WGMMA_FENCE:
+        case WB_OP_MBAR_INIT: {
+            uint64_t at = val(th, &o[0]);
+            shared_at(e, at, 8);
+            for (int j = 0; j < e->nmbars; j++)
+                CHECK(e->mbars[j].addr != at, "mbarrier at %llu initialized twice", (unsigned long long)at);
+            CHECK(e->nmbars < MAX_MBARS && val(th, &o[1]) > 0, "mbarrier.init: too many, or count 0");
+            e->mbars[e->nmbars++] = (mbar){at, (int)val(th, &o[1]), (int)val(th, &o[1]), 0};
+            break;
+        }
+        case WB_OP_MBAR_TRY_WAIT: { /* the phase of parity P is complete once the phase count's parity is not P */
+            mbar *mb = mbar_at(e, val(th, &o[1]));
+            if ((mb->phase & 1) == (int)(val(th, &o[2]) & 1)) {
+                e->progress--;
+                th->state = SPIN;
+                return;
+            }
+            int idx = (int)(mb - e->mbars);
+            CHECK(mb->phase - th->seen[idx] <= 1, "thread %d waited on mbarrier %d after two phases completed: the "
+                                                  "parity cannot tell them apart", i, idx);
+            th->seen[idx] = mb->phase;
+            for (int r = e->ntc_recs; r > th->seen_rec; r--)
+                if (!e->tc_recs[r - 1].open && e->tc_recs[r - 1].mbar == idx && e->tc_recs[r - 1].phase <= mb->phase) {
+                    th->seen_rec = r;
+                    break;
+                }
+            *d = 1;
+            break;
+        }
+        case WB_OP_TC_MMA: run_tc_mma(e, th, in); break;
+        case WB_OP_TC_COMMIT: { /* the MMAs since the last commit (complete at issue here) arrive once */
+            mbar *mb = mbar_at(e, val(th, &o[0]));
+            CHECK(i == 0, "tcgen05.commit by thread %d: the MMAs are issued by thread 0", i);
+            CHECK(e->ntc_recs && e->tc_recs[e->ntc_recs - 1].open, "tcgen05.commit with no MMA since the last");
+            if (--mb->pending == 0)
+                mb->phase++, mb->pending = mb->count;
+            tc_rec *rec = &e->tc_recs[e->ntc_recs - 1];
+            rec->open = 0, rec->mbar = (int)(mb - e->mbars), rec->phase = mb->phase;
+            CHECK(mb->pending == mb->count, "tcgen05.commit's arrival did not complete the mbarrier's phase");
+            break;
+        }
+        case WB_OP_TC_LD_X8: run_tc_ld(e, th, i, in); break;
+        case WB_OP_WGMMA_FENCE: case WB_OP_FENCE_MBAR_INIT: case WB_OP_TC_FENCE_BEFORE: case WB_OP_TC_FENCE_AFTER:
+        case WB_OP_TC_WAIT_LD:
         case WB_OP_LABEL: case WB_OP_COMMENT: break;
         default: ck_abort_msg("instruction op %d is not modelled", (int)in->op);
         }
@@ -626,8 +856,6 @@ static uint64_t wgmma_b_addr(uint64_t desc, int n, int byte)
  * (N / 8 blocks of 4 registers). scale-d false: D = A x B. s8: exact s32, wrapping; fp8, f16, bf16:
  * each output plus the exact sum of its 32 / 16 products, rounded once to f32, as for mma.sync (head
  * comment). */
-/* An operand's value in one lane's registers. */
-static uint64_t lane_val(const uint64_t *r, const wb_opnd *o) { return o->kind == WB_O_REG ? r[o->v] : (uint64_t)o->v; }
 
 static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
 {
@@ -832,6 +1060,10 @@ static void run_collective(emu *e, int base)
         run_mma_block(in, r);
         return;
     }
+    if (in->op == WB_OP_TC_ALLOC || in->op == WB_OP_TC_DEALLOC || in->op == WB_OP_TC_RELINQUISH) {
+        run_tc_alloc(e, base, in, r);
+        return;
+    }
     if (in->op == WB_OP_MMA_K16 || in->op == WB_OP_MMA_K8) {
         run_mma_f16(in, r);
         return;
@@ -879,15 +1111,23 @@ static void run_block(emu *e)
     memset(e->fences, 0, (size_t)e->nthreads * sizeof *e->fences);
     for (int w = 0; w < e->nthreads / 32; w++)
         e->flight[w].n = e->flight[w].committed = 0;
+    memset(e->tc_read, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->tc_read);
+    e->nmbars = e->ntc_recs = e->tmem_cols = 0;
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = 0;
+        memset(e->t[i].seen, 0, sizeof e->t[i].seen);
+        e->t[i].seen_rec = 0;
         e->t[i].state = RUN;
         memset(e->t[i].r, 0, (size_t)e->f->nregs * sizeof *e->t[i].r);
     }
     for (;;) {
-        for (int i = 0; i < e->nthreads; i++)
+        e->progress = 0;
+        for (int i = 0; i < e->nthreads; i++) {
+            if (e->t[i].state == SPIN)
+                e->t[i].state = RUN;
             run_thread(e, i);
-        int live = 0, at_bar = 0, moved = 0;
+        }
+        int live = 0, at_bar = 0, moved = e->progress > 0;
         for (int w = 0; w < e->nthreads / 32; w++) {
             int at = 0;
             for (int l = 0; l < 32; l++)
@@ -902,6 +1142,7 @@ static void run_block(emu *e)
         for (int i = 0; i < e->nthreads; i++)
             live += e->t[i].state != DONE, at_bar += e->t[i].state == AT_BAR;
         if (!live) {
+            CHECK(!e->tmem_cols, "the block ended with %d tensor memory columns allocated", e->tmem_cols);
             for (int i = 0; i < e->nthreads; i++)
                 CHECK(e->t[i].launched <= 1, "thread %d ran griddepcontrol.launch_dependents %d times", i,
                       e->t[i].launched);
@@ -991,7 +1232,11 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     e.written = malloc((size_t)(e.smem_bytes / 4) * sizeof *e.written);
     e.fences = malloc((size_t)e.nthreads * sizeof *e.fences);
     e.flight = calloc((size_t)(e.nthreads / 32), sizeof *e.flight);
-    ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight);
+    e.tmem = malloc((size_t)TC_LANES * TC_COLS * sizeof *e.tmem);
+    e.tc_read = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.tc_read);
+    e.tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e.tc_recs);
+    ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight && e.tmem && e.tc_read &&
+              e.tc_recs);
     for (int w = 0; w < e.nthreads / 32; w++) {
         e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
         ck_assert_ptr_nonnull(e.flight[w].chunk);
@@ -1013,6 +1258,7 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     for (int w = 0; w < e.nthreads / 32; w++)
         free(e.flight[w].chunk);
     free(e.flight), free(e.fences), free(e.written), free(e.reading);
+    free(e.tmem), free(e.tc_read), free(e.tc_recs);
     free(e.t);
     free(e.smem);
     free(labels);
@@ -1556,6 +1802,31 @@ START_TEST(wgmma16_kernel_matches_reference)
 }
 END_TEST
 
+/* Weight-only kernels on tcgen05 (sm_100a, sm_103a; --mma tcgen05): kind::f16 with the sums in tensor
+ * memory, the dequantized weights through swizzled shared tiles, mbarrier commits; the heuristic's
+ * config and forced ones (16 to 256 tokens a block, 3 to 8 stages, tails past M, one and many k tiles). */
+START_TEST(tcgen05_kernel_matches_reference)
+{
+    static const struct {
+        const char *spec;
+        wb_arch arch;
+        int64_t m, n, k;
+        wb_config cfg;
+    } cases[] = {
+        {"w4a16", WB_ARCH_SM100A, 100, 256, 1024, {.mma = WB_MMA_TCGEN05}},
+        {"w4a16,bias=1", WB_ARCH_SM103A, 5, 128, 128, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
+        {"a=f16,w=int4,ws=f16,g=64", WB_ARCH_SM100A, 16, 128, 64, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", WB_ARCH_SM103A, 37, 256, 512,
+         {.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 3}},
+        {"a=f16,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM100A, 300, 128, 512, {.mma = WB_MMA_TCGEN05, .m_tiles = 32, .stages = 4}},
+        {"a=f16,w=int8,ws=f16,g=0,bias=1", WB_ARCH_SM103A, 20, 128, 1024, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 8}},
+        {"a=bf16,w=int3,ws=f32,g=128", WB_ARCH_SM100A, 64, 128, 768, {.mma = WB_MMA_TCGEN05, .m_tiles = 4, .stages = 5}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case_a16(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, cases[i].cfg);
+}
+END_TEST
+
 /* Weight-only kernels on mma.sync with k_slices 1, 2 and 4 (a warp takes 2 or 4 k64 slices of each
  * stage: the K loop's body lowered once per slice, fragment addresses a slice apart), split K over
  * warps, several m-tiles, tails past M; int4 and int2 per group of 128 (the slice's product scaled in
@@ -1603,6 +1874,7 @@ int main(void)
     tcase_add_test(t, fp4_acts_kernel_matches_reference);
     tcase_add_test(t, wgmma16_kernel_matches_reference);
     tcase_add_test(t, a16_kernel_k_slices);
+    tcase_add_test(t, tcgen05_kernel_matches_reference);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }

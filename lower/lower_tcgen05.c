@@ -1,0 +1,231 @@
+/* The tcgen05 path of the GEMM lowering (sm_100a, sm_103a; --mma tcgen05): tcgen05.mma kind::f16 with
+ * the f32 accumulator in tensor memory (TMEM). lower_gemm.c calls in here where L->tc says so.
+ *
+ * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
+ * k64 tile per iteration. Roles stay swapped (out^T = W x^T): A is the weights, B the activations.
+ * tcgen05.mma reads both operands from shared memory, so each warp dequantizes its 16 channels of the
+ * tile as the other paths do (the m16n8k16 A fragment) and stores them into a weight tile laid out as
+ * the activation tile is: 128-byte K-major rows, 16-byte chunks XOR-swizzled by row (the 128B swizzle,
+ * 1024-byte atoms). There are two weight tiles, for even and odd k tiles. Iteration kt:
+ *
+ *   wait for tile kt's copies, fence them into the async proxy, block barrier;
+ *   wait for the MMAs of tile kt - 2 (they read weight tile kt & 1 and the stage the copies go to next);
+ *   issue the copies of tile kt + stages - 2; dequantize tile kt into weight tile kt & 1;
+ *   fence, barrier; thread 0 issues the four k16 MMAs and commits them to mbarrier kt & 1.
+ *
+ * So the MMAs of tile kt - 1 run while tile kt is dequantized. After the loop every thread waits for
+ * the last commit (tcgen05.commit tracks all earlier MMAs of its thread), reads its TMEM lane (warp w
+ * owns lanes 32 (w % 4).., i.e. channels, and half w / 4 of the token columns) with tcgen05.ld
+ * 32x32b, and stores. Warp 0 allocates the TMEM columns (a power of two from 32 holding the tokens)
+ * before the loop and frees them at the end.
+ *
+ * Descriptors (PTX ISA, tcgen05 shared memory descriptor): start address >> 4 in bits 0..13, leading
+ * byte offset 16 >> 4 in 16..29 (unused by swizzled K-major tiles), stride between 8-row groups
+ * 1024 >> 4 in 32..45, the fixed 0b001 in 46..48, base offset 0, swizzle mode 2 (128 bytes) in
+ * 61..63; a k16 step is 32 bytes further along the row. The instruction descriptor of kind::f16:
+ * D f32 (bits 4..5 = 1), A and B f16 (0) or bf16 (1) in bits 7..9 and 10..12, both K-major (bits 15,
+ * 16 zero), N >> 3 in bits 17..22, M >> 4 in bits 24..28.
+ *
+ * No Blackwell GPU was available to this project: these kernels are assembled by ptxas for sm_100a
+ * and sm_103a and executed by the CPU interpreter of the tests (tests/test_w8a8_cpu.c), which models
+ * the instructions from the PTX ISA; they have not run on hardware. */
+#include "lower/gemm_lower.h"
+
+#include <string.h>
+
+enum { TC_STEPS = 4, TC_TILE = WB_TC_M * 128 };
+
+/* TMEM columns to allocate: a power of two from 32 that holds the block's tokens (one f32 column each). */
+static int tmem_cols(const lw *L)
+{
+    int c = 32;
+    while (c < L->lay.bm)
+        c *= 2;
+    return c;
+}
+
+/* The descriptors' high word: stride 1024 bytes between 8-row groups, the fixed 0b001, 128B swizzle. */
+static wb_reg desc_hi(lw *L)
+{
+    return mov(L, "b32", WB_RC_B32, wb_hex((2u << 29) | (1u << 14) | (1024 >> 4)));
+}
+
+/* A descriptor's low word for the tile at shared address base: its start >> 4, leading offset 1. */
+static wb_reg desc_lo(lw *L, wb_reg base)
+{
+    return op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
+}
+
+/* Before the pipeline: two mbarriers (one commit each), the TMEM allocation (warp 0), the instruction
+ * descriptor and this thread's place in the weight tiles. */
+void wb_tc_setup(lw *L)
+{
+    L->elected = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->elected), wb_r(L->tid), wb_imm(0));
+    L->mbar = addi(L, L->smem, L->lay.tc_mbar_off);
+    for (int b = 0; b < 2; b++) {
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * b)), wb_imm(1));
+        wb_guard_last(L->f, L->elected, 0);
+    }
+    wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
+    wb_reg tslot = addi(L, L->smem, L->lay.tc_tmem_off), not0 = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "noalloc");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(not0), wb_r(L->tid), wb_imm(32));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(not0), wb_text(skip));
+    wb_emit(L->f, WB_OP_TC_ALLOC, NULL, 2, wb_r(tslot), wb_imm(tmem_cols(L)));
+    wb_emit(L->f, WB_OP_TC_RELINQUISH, NULL, 0);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+    wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
+    L->tmem = wb_new_reg(L->f, WB_RC_B32);
+    wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(L->tmem), wb_r(tslot));
+    L->desc_hi = desc_hi(L);
+    int bf = !strcmp(L->T, "bf16");
+    uint32_t idesc = (1u << 4) | ((uint32_t)bf << 7) | ((uint32_t)bf << 10) | ((uint32_t)(L->lay.bm >> 3) << 17) |
+                     ((uint32_t)(WB_TC_M >> 4) << 24);
+    L->tc_idesc = mov(L, "b32", WB_RC_B32, wb_hex(idesc));
+    L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(L->tid), wb_hex(0xFFFFFFFFu));
+    /* the thread's rows of the weight tile: 16 wn + gid and + 8, 4 tig bytes into a chunk; chunk c of
+     * a row sits at (c ^ (row & 7)) * 16, and row & 7 = gid */
+    wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(16), wb_r(L->gid));
+    wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(L->smem));
+    L->tc_arow = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(4), wb_r(base)),
+                      L->lay.tc_a_off);
+    for (int c = 0; c < 8; c++)
+        L->tc_xor[c] = op2(L, WB_OP_SHL, "b32", WB_RC_B32,
+                           wb_r(op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->gid), wb_imm(c))), wb_imm(4));
+}
+
+/* Every thread: wait until the MMAs of k tile `tile` are complete (their commit arrives on mbarrier
+ * tile & 1, whose completions alternate parity: the one of tile t has parity (t >> 1) & 1). */
+void wb_tc_wait_tile(lw *L, wb_reg tile)
+{
+    wb_reg mb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, tile, 1)), wb_imm(8), wb_r(L->mbar));
+    wb_reg parity = andi(L, shri(L, tile, 1), 1);
+    const char *spin = wb_new_label(L->f, "tcwait");
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
+    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
+    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+}
+
+/* The loop's top, after the barrier: from kt = 2 on, wait for the MMAs of tile kt - 2, which read the
+ * weight tile this iteration writes and the stage its copies fill. */
+void wb_tc_top(lw *L)
+{
+    wb_reg early = wb_new_reg(L->f, WB_RC_PRED);
+    const char *skip = wb_new_label(L->f, "tcfirst");
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(early), wb_r(L->kt), wb_imm(2));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(early), wb_text(skip));
+    wb_tc_wait_tile(L, addi(L, L->kt, -2));
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+}
+
+/* The activation tile of the read stage as the MMA's B: one descriptor per k16 step. */
+void wb_tc_frag_desc(lw *L, int value)
+{
+    wb_reg *d = value_regs(L, value, TC_STEPS);
+    if (!d)
+        return;
+    wb_reg lo = desc_lo(L, addi(L, add(L, L->smem, L->ro), L->lay.a_off));
+    for (int step = 0; step < TC_STEPS; step++) {
+        d[step] = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+    }
+}
+
+/* The dequantized slice a (m16n8k16 A fragments of k16 steps 0..3: register step * 4 + j is row gid +
+ * 8 (j & 1), k 16 step + 8 (j >> 1) + 2 tig, two values) into weight tile kt & 1, then thread 0 issues
+ * the tile's MMAs into TMEM and commits them to mbarrier kt & 1. */
+void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(wb_arena_printf(L->f->arena, "mma rule: %s x %s -> f32, tcgen05.mma kind::f16 M=%d N=%d "
+                                                 "(A: the dequantized weights through a swizzled shared tile; "
+                                                 "B: the activation tile; D in tensor memory)",
+                                    L->T, L->T, WB_TC_M, L->lay.bm)));
+    wb_reg buf = andi(L, L->kt, 1);
+    wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->tc_arow));
+    for (int step = 0; step < TC_STEPS; step++)
+        for (int j = 0; j < 4; j++) {
+            wb_reg at = add(L, addi(L, tile, (j & 1) * 1024), L->tc_xor[2 * step + (j >> 1)]);
+            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[step * 4 + j]));
+        }
+    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
+    wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
+    wb_reg pacc = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(pacc), wb_r(L->kt), wb_imm(0));
+    wb_reg abase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->smem));
+    wb_reg alo = desc_lo(L, addi(L, abase, L->lay.tc_a_off));
+    for (int step = 0; step < TC_STEPS; step++) {
+        wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));
+        wb_emit(L->f, WB_OP_TC_MMA, NULL, 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[step]), wb_r(L->tc_idesc),
+                wb_r(step ? L->ptrue : pacc));
+        wb_guard_last(L->f, L->elected, 0);
+    }
+    wb_emit(L->f, WB_OP_TC_COMMIT, NULL, 1,
+            wb_r(op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(8), wb_r(L->mbar))));
+    wb_guard_last(L->f, L->elected, 0);
+}
+
+/* After the K loop: wait for the last tile's MMAs, read this thread's TMEM lane (its channel) over its
+ * warp's half of the token columns, 32 at a time, add the bias, round, store; then free the TMEM. */
+void wb_tc_epilogue(lw *L)
+{
+    if ((L->t->features & WB_FEAT_GRIDDEP) && !L->pdl_top)
+        wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
+    wb_tc_wait_tile(L, addi(L, L->nkt, -1));
+    wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
+    wb_reg warp = shri(L, L->tid, 5), quarter = andi(L, warp, 3), half = shri(L, warp, 2);
+    wb_reg lane_row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(quarter), wb_imm(32), wb_r(L->lane));
+    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(lane_row));
+    wb_reg bias = {-1};
+    if (L->fmt->bias) {
+        bias = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias), wb_r(addr64(L, L->chan, ch, 4)));
+    }
+    int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
+    /* TMEM address: lane in the high half, column in the low half */
+    wb_reg col0 = muli(L, half, cols);
+    wb_reg taddr = add(L, add(L, L->tmem, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(quarter), wb_imm(21))), col0);
+    wb_reg tok0 = add(L, L->m0, col0);
+    for (int c0 = 0; c0 < cols; c0 += chunk) {
+        wb_reg v[32];
+        for (int j = 0; j < chunk; j += 8) {
+            for (int i = 0; i < 8; i++)
+                v[j + i] = wb_new_reg(L->f, WB_RC_F32);
+            wb_emit(L->f, WB_OP_TC_LD_X8, NULL, 9, wb_r(v[j]), wb_r(v[j + 1]), wb_r(v[j + 2]), wb_r(v[j + 3]),
+                    wb_r(v[j + 4]), wb_r(v[j + 5]), wb_r(v[j + 6]), wb_r(v[j + 7]), wb_r(addi(L, taddr, c0 + j)));
+        }
+        wb_emit(L->f, WB_OP_TC_WAIT_LD, NULL, 0);
+        for (int j = 0; j < chunk; j++) {
+            wb_reg tok = addi(L, tok0, c0 + j), p = wb_new_reg(L->f, WB_RC_PRED);
+            const char *skip = wb_new_label(L->f, "nost");
+            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
+            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+            wb_reg x = v[j];
+            if (L->fmt->bias)
+                x = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(x), wb_r(bias));
+            wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, x);
+            wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->n), wb_r(ch));
+            wb_emit(L->f, WB_OP_ST_GLOBAL, "b16", 2, wb_r(addr64(L, L->out, idx, 2)), wb_r(h));
+            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        }
+    }
+    /* every warp's reads are done before warp 0 frees the columns */
+    wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
+    wb_reg not0 = wb_new_reg(L->f, WB_RC_PRED);
+    const char *done = wb_new_label(L->f, "done");
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(not0), wb_r(L->tid), wb_imm(32));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(not0), wb_text(done));
+    wb_emit(L->f, WB_OP_TC_DEALLOC, NULL, 2, wb_r(L->tmem), wb_imm(tmem_cols(L)));
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    wb_emit(L->f, WB_OP_RET, NULL, 0);
+}
