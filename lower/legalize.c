@@ -170,6 +170,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (wb_format_fp4_acts(f) && c->load == WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 activations are loaded by cp.async in this build (--load tma "
                                            "copies 16-bit activations only)");
+    if (c->mma == WB_MMA_TCGEN05 && (wb_format_w8a8(f) || wb_format_fp4_acts(f) || wb_format_w4a4(f)))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) in this "
+                                           "build; quantized activations run on mma.sync there");
     if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "
@@ -193,9 +196,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--mma %s is not implemented in this build (mma.sync, wgmma, tcgen05)",
                        wb_mma_name(c->mma));
     if (c->mma == WB_MMA_TCGEN05) {
-        if (wb_format_w8a8(f) || wb_format_fp4_acts(f))
-            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) in this "
-                                               "build; quantized activations run on mma.sync there");
         if (c->load != WB_LOAD_CP_ASYNC)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 needs --load cp.async (got %s)", wb_load_name(c->load));
         if (c->stages < 3)
