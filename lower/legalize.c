@@ -170,6 +170,8 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (wb_format_fp4_acts(f) && c->load == WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 activations are loaded by cp.async in this build (--load tma "
                                            "copies 16-bit activations only)");
+    if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
+        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && (wb_format_w8a8(f) || wb_format_fp4_acts(f) || wb_format_w4a4(f)))
         return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) in this "
                                            "build; quantized activations run on mma.sync there");
@@ -187,8 +189,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "built for 16-bit activations only)");
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
-    if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
-        return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));
