@@ -236,6 +236,8 @@ float wb_widen_factor(const wb_format *f);
 void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
+/* W8A8's epilogue: an output's sum (s32 or f32) times the channel's scale and the token's */
+wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok);
 
 /* lower_act4.c: fp4 activations' codes -> the 16-bit A tile of the read stage, by the whole block:
  * the fixed addresses and tile 0's scales before the loop, then each tile's conversion (block tile

@@ -4,9 +4,9 @@
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
 {
-    /* W8A8 on wgmma: k128 slices, so that a token's 8-bit row is 128 bytes (the 128B swizzle of the
+    /* W8A8 on wgmma and tcgen05: k128 slices, so that a token's 8-bit row is 128 bytes (the 128B swizzle of the
      * 16-bit kernels) and an iteration holds four k32 MMA steps, as the 16-bit one holds four k16 */
-    L->slice_k = wb_format_w8a8(f) && cfg->mma == WB_MMA_WGMMA ? 2 * WB_KW : WB_KW;
+    L->slice_k = wb_format_w8a8(f) && (cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05) ? 2 * WB_KW : WB_KW;
     /* a stage is laid out for warps_k * k_slices warp slices along K; warp wk takes slices
      * wk * k_slices .. + k_slices - 1 of it */
     L->ks = wb_config_ks(cfg);

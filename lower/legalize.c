@@ -62,9 +62,9 @@ static wb_status legalize_fp8_target(const wb_format *f, const wb_target *t)
     wb_type_name(f->w, wn);
     int native = wb_isa_pick(t->arch, fp8, NULL);
     if (native >= 0)
-        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s is not supported on %s by this build: %s (its native fp8 "
-                                           "MMA) is not built yet, and %s is only emulated there (mma.sync fp8 runs "
-                                           "on %s)", an, wn, t->name, wb_isa_name(native),
+        return wb_fail(WB_ERR_UNSUPPORTED, "a=%s with w=%s runs on %s only with --mma tcgen05: %s (its native fp8 "
+                                           "MMA) is built but has not run on that GPU yet, and %s is only emulated "
+                                           "there (mma.sync fp8 runs on %s)", an, wn, t->name, wb_isa_name(native),
                        wb_isa_name(WB_ISA_MMA_FP8), native_targets(WB_ISA_MMA_FP8, where, sizeof where));
     return wb_fail(WB_ERR_UNSUPPORTED, "%s has no fp8 MMA: a=%s with w=%s needs %s, native on %s", t->name, an, wn,
                    wb_isa_name(WB_ISA_MMA_FP8), native_targets(WB_ISA_MMA_FP8, where, sizeof where));
@@ -73,12 +73,13 @@ static wb_status legalize_fp8_target(const wb_format *f, const wb_target *t)
 /* W8A8 (a=s8 with w=int8 or int4, or e4m3/e5m2 with e4m3/e5m2 or int4): f32 scales per token or per
  * token and group of K, per output channel or per block of channels and K; no zero point. Scales per
  * channel and token are applied after K; group scales to each slice's product. */
-static wb_status legalize_w8a8(const wb_format *f, const wb_target *t)
+static wb_status legalize_w8a8(const wb_format *f, const wb_target *t, int tc)
 {
     char ab[8], wn[8], tn[8];
     const char *an = wb_format_act_name(f->a, ab);
     wb_type_name(f->w, wn);
-    wb_status s = wb_format_w8a8_fp8(f) ? legalize_fp8_target(f, t) : WB_OK;
+    /* tcgen05 (--mma tcgen05) has its own fp8 kind, checked in wb_legalize */
+    wb_status s = wb_format_w8a8_fp8(f) && !tc ? legalize_fp8_target(f, t) : WB_OK;
     if (s)
         return s;
     /* scales per group along K (weights: g, activations: ag) of a multiple of 128: a slice (k64, or
@@ -116,11 +117,12 @@ static wb_status legalize_fp4_acts(const wb_format *f)
     return WB_OK;
 }
 
-wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
+/* The format's own rules on target t; tc: for the tcgen05 kernel (whose fp8 kind wb_legalize checks). */
+static wb_status legalize_format(const wb_format *f, const wb_target *t, int tc)
 {
     char tn[8];
     if (wb_format_w8a8(f))
-        return legalize_w8a8(f, t);
+        return legalize_w8a8(f, t, tc);
     wb_status fs = wb_format_fp4_acts(f) ? legalize_fp4_acts(f) : WB_OK;
     if (fs)
         return fs;
@@ -149,6 +151,8 @@ wb_status wb_legalize_format(const wb_format *f, const wb_target *t)
     return WB_OK;
 }
 
+wb_status wb_legalize_format(const wb_format *f, const wb_target *t) { return legalize_format(f, t, 0); }
+
 static int pow2_in(int v, int lo, int hi) { return v >= lo && v <= hi && (v & (v - 1)) == 0; }
 
 wb_status wb_legalize_k_slices(const wb_config *c)
@@ -160,7 +164,7 @@ wb_status wb_legalize_k_slices(const wb_config *c)
 
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
 {
-    wb_status s = wb_legalize_format(f, t);
+    wb_status s = legalize_format(f, t, c->mma == WB_MMA_TCGEN05);
     if (s)
         return s;
     if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_SYNC && wb_isa_get(t->arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE)
@@ -172,9 +176,19 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "copies 16-bit activations only)");
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
-    if (c->mma == WB_MMA_TCGEN05 && (wb_format_w8a8(f) || wb_format_fp4_acts(f) || wb_format_w4a4(f)))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) in this "
-                                           "build; quantized activations run on mma.sync there");
+    if (c->mma == WB_MMA_TCGEN05 && (wb_format_fp4_acts(f) || wb_format_w4a4(f)))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) and 8-bit ones "
+                                           "(kind::i8, kind::f8f6f4) in this build; 4-bit activations run on "
+                                           "mma.sync there");
+    if (c->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f)) {
+        int fp8 = wb_format_w8a8_fp8(f), kind = fp8 ? WB_ISA_TC05_F8F6F4 : WB_ISA_TC05_I8;
+        if (wb_isa_get(t->arch, kind) != WB_ISA_NATIVE)
+            return wb_fail(WB_ERR_UNSUPPORTED, "%s has no %s: its s8 x s8 kernel is the legacy mma.sync one (the "
+                                               "default, exact)", t->name, wb_isa_name(kind));
+        if (f->g || f->ag)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 with 8-bit activations is built for scales per channel "
+                                               "and per token (g=0, ag=0) in this build (got g=%d, ag=%d)", f->g, f->ag);
+    }
     if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "

@@ -678,7 +678,8 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, con
                                                            "the default above M = 64)"
                       : !(L->t->features & WB_FEAT_TCGEN05) ? "mma.sync m16n8k32 s8, native (the target's only integer MMA)"
                       : wb_isa_get(L->t->arch, WB_ISA_TC05_I8) == WB_ISA_NATIVE
-                          ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 is not built yet"
+                          ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 with --mma tcgen05 (not yet run "
+                            "on hardware)"
                           : "mma.sync m16n8k32 s8: the legacy INT8 path, exact, since this target's tcgen05 has no "
                             "kind::i8 (int8 widened to f16 on tcgen05 kind::f16 is not built yet)";
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, %s%s", why,
@@ -887,7 +888,7 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 
 /* W8A8: the sum (the exact s32 one taken to f32, or the fp8 MMA's f32 one), times the channel's scale,
  * times the token's (read from p_ascale; the caller has checked tok < M). */
-static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
+wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
 {
     wb_reg as = wb_new_reg(L->f, WB_RC_F32);
     if (!L->fmt->ag) /* with ag, the slices were scaled one by one (wb_gemm_scale_part) */
@@ -990,7 +991,7 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
             wb_reg v = c[mt * 4 + i];
             if (L->w8a8)
-                v = scale_sum(L, v, wscale[i >> 1], tok);
+                v = wb_gemm_scale_sum(L, v, wscale[i >> 1], tok);
             if (global.id >= 0)
                 v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(global));
             if (L->fmt->bias)

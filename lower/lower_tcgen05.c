@@ -1,10 +1,13 @@
-/* The tcgen05 path of the GEMM lowering (sm_100a, sm_103a; --mma tcgen05): tcgen05.mma kind::f16 with
- * the f32 accumulator in tensor memory (TMEM). lower_gemm.c calls in here where L->tc says so.
+/* The tcgen05 path of the GEMM lowering (sm_100a, sm_103a; --mma tcgen05): tcgen05.mma with the
+ * accumulator in tensor memory (TMEM): kind::f16 for 16-bit activations (f32 sums), and for W8A8 with
+ * one scale per channel and per token kind::i8 (s8 x s8, exact s32 sums; sm_100a only) or
+ * kind::f8f6f4 (e4m3/e5m2, f32 sums). lower_gemm.c calls in here where L->tc says so.
  *
  * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
- * k64 tile per iteration. Roles stay swapped (out^T = W x^T): A is the weights, B the activations.
+ * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped (out^T = W x^T): A is the weights, B the activations.
  * tcgen05.mma reads both operands from shared memory, so each warp dequantizes its 16 channels of the
- * tile as the other paths do (the m16n8k16 A fragment) and stores them into a weight tile laid out as
+ * tile as the other paths do (the m16n8k16 A fragment; 8-bit codes: the m16n8k32 one, int4 widened to
+ * s8 or e4m3 first) and stores them into a weight tile laid out as
  * the activation tile is: 128-byte K-major rows, 16-byte chunks XOR-swizzled by row (the 128B swizzle,
  * 1024-byte atoms). There are two weight tiles, for even and odd k tiles. Iteration kt:
  *
@@ -22,9 +25,10 @@
  * Descriptors (PTX ISA, tcgen05 shared memory descriptor): start address >> 4 in bits 0..13, leading
  * byte offset 16 >> 4 in 16..29 (unused by swizzled K-major tiles), stride between 8-row groups
  * 1024 >> 4 in 32..45, the fixed 0b001 in 46..48, base offset 0, swizzle mode 2 (128 bytes) in
- * 61..63; a k16 step is 32 bytes further along the row. The instruction descriptor of kind::f16:
- * D f32 (bits 4..5 = 1), A and B f16 (0) or bf16 (1) in bits 7..9 and 10..12, both K-major (bits 15,
- * 16 zero), N >> 3 in bits 17..22, M >> 4 in bits 24..28.
+ * 61..63; a step (k16 of 16-bit values, k32 of 8-bit codes) is 32 bytes further along the row. The
+ * instruction descriptor: D f32 (bits 4..5 = 1) or s32 (2, kind::i8), A and B types in bits 7..9 and
+ * 10..12 (kind::f16: f16 0, bf16 1; kind::i8: s8 1; kind::f8f6f4: e4m3 0, e5m2 1), both K-major (bits
+ * 15, 16 zero), N >> 3 in bits 17..22, M >> 4 in bits 24..28.
  *
  * No Blackwell GPU was available to this project: these kernels are assembled by ptxas for sm_100a
  * and sm_103a and executed by the CPU interpreter of the tests (tests/test_w8a8_cpu.c), which models
@@ -81,9 +85,12 @@ void wb_tc_setup(lw *L)
     L->tmem = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(L->tmem), wb_r(tslot));
     L->desc_hi = desc_hi(L);
-    int bf = !strcmp(L->T, "bf16");
-    uint32_t idesc = (1u << 4) | ((uint32_t)bf << 7) | ((uint32_t)bf << 10) | ((uint32_t)(L->lay.bm >> 3) << 17) |
-                     ((uint32_t)(WB_TC_M >> 4) << 24);
+    uint32_t d = 1, a = !strcmp(L->T, "bf16"), b = a; /* kind::f16: f32 sums, f16 (0) or bf16 (1) */
+    if (L->w8a8 && !L->a8_float) /* kind::i8: s32 sums, s8 (1) x s8 */
+        d = 2, a = b = 1;
+    else if (L->a8_float) /* kind::f8f6f4: e4m3 (0) or e5m2 (1); int4 weights go in as e4m3 */
+        a = !L->w4_f8 && L->fmt->w.ebits == 5, b = L->fmt->a.ebits == 5;
+    uint32_t idesc = d << 4 | a << 7 | b << 10 | (uint32_t)(L->lay.bm >> 3) << 17 | (uint32_t)(WB_TC_M >> 4) << 24;
     L->tc_idesc = mov(L, "b32", WB_RC_B32, wb_hex(idesc));
     L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(L->tid), wb_hex(0xFFFFFFFFu));
@@ -136,23 +143,32 @@ void wb_tc_frag_desc(lw *L, int value)
     }
 }
 
-/* The dequantized slice a (m16n8k16 A fragments of k16 steps 0..3: register step * 4 + j is row gid +
- * 8 (j & 1), k 16 step + 8 (j >> 1) + 2 tig, two values) into weight tile kt & 1, then thread 0 issues
- * the tile's MMAs into TMEM and commits them to mbarrier kt & 1. */
+/* The tcgen05.mma kind: f16 (16-bit activations), i8 or f8f6f4 (W8A8). */
+static const char *tc_kind(const lw *L) { return !L->w8a8 ? "f16" : L->a8_float ? "f8f6f4" : "i8"; }
+
+/* The tile's 16 registers a into weight tile kt & 1, then thread 0 issues the tile's MMAs into TMEM and
+ * commits them to mbarrier kt & 1. Register i holds 4 bytes of row gid + 8 (i & 1), 16-byte chunk i / 2,
+ * at byte 4 tig of it: for 16-bit values the m16n8k16 A fragments of k16 steps 0..3 (register step * 4
+ * + j: row gid + 8 (j & 1), k 16 step + 8 (j >> 1) + 2 tig), for 8-bit codes the m16n8k32 ones of k64
+ * chunk c and k32 step s (register 8 c + 4 s + j: k 64 c + 32 s + 16 (j >> 1) + 4 tig). */
 void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
 {
+    char wn[8], an[8];
+    const char *types = !L->w8a8 ? wb_arena_printf(L->f->arena, "%s x %s -> f32", L->T, L->T)
+                        : wb_arena_printf(L->f->arena, "%s x %s -> %s", wb_gemm_mma_w_type(L, wn),
+                                          wb_type_name(L->fmt->a, an), L->a8_float ? "f32" : "s32");
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
-            wb_text(wb_arena_printf(L->f->arena, "mma rule: %s x %s -> f32, tcgen05.mma kind::f16 M=%d N=%d "
-                                                 "(A: the dequantized weights through a swizzled shared tile; "
-                                                 "B: the activation tile; D in tensor memory)",
-                                    L->T, L->T, WB_TC_M, L->lay.bm)));
+            wb_text(wb_arena_printf(L->f->arena, "mma rule: %s, tcgen05.mma kind::%s M=%d N=%d (A: the %s weights "
+                                                 "through a swizzled shared tile; B: the activation tile; D in "
+                                                 "tensor memory)",
+                                    types ? types : "?", tc_kind(L), WB_TC_M, L->lay.bm,
+                                    L->w8a8 ? "code words of the" : "dequantized")));
     wb_reg buf = andi(L, L->kt, 1);
     wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->tc_arow));
-    for (int step = 0; step < TC_STEPS; step++)
-        for (int j = 0; j < 4; j++) {
-            wb_reg at = add(L, addi(L, tile, (j & 1) * 1024), L->tc_xor[2 * step + (j >> 1)]);
-            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[step * 4 + j]));
-        }
+    for (int i = 0; i < 16; i++) {
+        wb_reg at = add(L, addi(L, tile, (i & 1) * 1024), L->tc_xor[i >> 1]);
+        wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[i]));
+    }
     wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
     wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
@@ -164,7 +180,7 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
     for (int step = 0; step < TC_STEPS; step++) {
         wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
         wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));
-        wb_emit(L->f, WB_OP_TC_MMA, NULL, 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[step]), wb_r(L->tc_idesc),
+        wb_emit(L->f, WB_OP_TC_MMA, tc_kind(L), 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[step]), wb_r(L->tc_idesc),
                 wb_r(step ? L->ptrue : pacc));
         wb_guard_last(L->f, L->elected, 0);
     }
@@ -184,11 +200,18 @@ void wb_tc_epilogue(lw *L)
     wb_reg warp = shri(L, L->tid, 5), quarter = andi(L, warp, 3), half = shri(L, warp, 2);
     wb_reg lane_row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(quarter), wb_imm(32), wb_r(L->lane));
     wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(lane_row));
-    wb_reg bias = {-1};
+    wb_reg bias = {-1}, wscale = {-1};
+    /* W8A8's chan array: the N channel scales, then the N biases */
     if (L->fmt->bias) {
         bias = wb_new_reg(L->f, WB_RC_F32);
-        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias), wb_r(addr64(L, L->chan, ch, 4)));
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(bias),
+                wb_r(addr64(L, L->w8a8 ? addr64(L, L->chan, L->n, 4) : L->chan, ch, 4)));
     }
+    if (L->w8a8) {
+        wscale = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale), wb_r(addr64(L, L->chan, ch, 4)));
+    }
+    int s32 = L->w8a8 && !L->a8_float;
     int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
     /* TMEM address: lane in the high half, column in the low half */
     wb_reg col0 = muli(L, half, cols);
@@ -198,7 +221,7 @@ void wb_tc_epilogue(lw *L)
         wb_reg v[32];
         for (int j = 0; j < chunk; j += 8) {
             for (int i = 0; i < 8; i++)
-                v[j + i] = wb_new_reg(L->f, WB_RC_F32);
+                v[j + i] = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
             wb_emit(L->f, WB_OP_TC_LD_X8, NULL, 9, wb_r(v[j]), wb_r(v[j + 1]), wb_r(v[j + 2]), wb_r(v[j + 3]),
                     wb_r(v[j + 4]), wb_r(v[j + 5]), wb_r(v[j + 6]), wb_r(v[j + 7]), wb_r(addi(L, taddr, c0 + j)));
         }
@@ -208,7 +231,7 @@ void wb_tc_epilogue(lw *L)
             const char *skip = wb_new_label(L->f, "nost");
             wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
-            wb_reg x = v[j];
+            wb_reg x = L->w8a8 ? wb_gemm_scale_sum(L, v[j], wscale, tok) : v[j];
             if (L->fmt->bias)
                 x = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(x), wb_r(bias));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, x);

@@ -62,7 +62,7 @@ expect 2 "fp8 mma.sync on sm_90a is refused as emulated" "mma.sync m16n8k32 e4m3
 if expect 0 "fp8 (W8A8) builds on sm_90a, on wgmma at every M" "" -- $W ptx fp8 --arch sm_90a --m 1 --n 256 --k 256; then
     grep -q 'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3' "$tmp/out" || fail "fp8 on sm_90a: no fp8 wgmma"
 fi
-expect 2 "fp8 on sm_100a names its native instruction" "tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet" \
+expect 2 "fp8 on sm_100a names its native instruction" "only with --mma tcgen05: tcgen05.mma kind::f8f6f4 (its native fp8 MMA)" \
     -- $W ptx fp8 --arch sm_100a
 expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --arch sm_80
 # ---- tcgen05 (sm_100a, sm_103a): forced with --mma, kind::f16 for 16-bit activations
@@ -78,8 +78,18 @@ if expect 0 "w4a16 on sm_100a without --mma stays on mma.sync" "" -- $W ptx w4a1
     grep -q 'tcgen05' "$tmp/out" && fail "tcgen05 chosen without --mma tcgen05"
 fi
 expect 2 "tcgen05 on sm_90a is refused" "sm_90a has no tcgen05" -- $W ptx w4a16 --arch sm_90a --mma tcgen05
-expect 2 "tcgen05 with 8-bit activations is refused" "tcgen05 is built for 16-bit activations" \
-    -- $W ptx int8 --arch sm_100a --mma tcgen05
+expect 2 "tcgen05 with 4-bit activations is refused" "4-bit activations run on mma.sync there" \
+    -- $W ptx w4a4-int4 --arch sm_100a --mma tcgen05
+if expect 0 "int8 on tcgen05 (sm_100a): kind::i8" "" -- $W ptx int8 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::i8' "$tmp/out" || fail "int8 on sm_100a tcgen05: no kind::i8"
+fi
+expect 2 "int8 on tcgen05 (sm_103a) is refused: no kind::i8" "sm_103a has no tcgen05.mma kind::i8" \
+    -- $W ptx int8 --arch sm_103a --mma tcgen05
+if expect 0 "fp8 on tcgen05 (sm_103a): kind::f8f6f4" "" -- $W ptx fp8 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::f8f6f4' "$tmp/out" || fail "fp8 on sm_103a tcgen05: no kind::f8f6f4"
+fi
+expect 2 "W8A8 with groups on tcgen05 is refused" "scales per channel and per token (g=0, ag=0)" \
+    -- $W ptx fp8-block --arch sm_100a --mma tcgen05
 expect 2 "tcgen05 with 64 channels a block is refused" "needs warps_n 8 and warps_k 1" \
     -- $W ptx w4a16 --arch sm_100a --mma tcgen05 --warps-n 4
 expect 2 "tcgen05 with one m-tile is refused" "needs m_tiles 2, 4, 8, 16 or 32" \

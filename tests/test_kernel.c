@@ -610,8 +610,10 @@ START_TEST(fp8_w8a8_per_architecture)
         wb_arch arch;
         const char *why;
     } refused[] = {
-        {WB_ARCH_SM100A, "on sm_100a by this build: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet"},
-        {WB_ARCH_SM103A, "on sm_103a by this build: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is not built yet"},
+        {WB_ARCH_SM100A, "runs on sm_100a only with --mma tcgen05: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is "
+                         "built but has not run on that GPU yet"},
+        {WB_ARCH_SM103A, "runs on sm_103a only with --mma tcgen05: tcgen05.mma kind::f8f6f4 (its native fp8 MMA) is "
+                         "built but has not run on that GPU yet"},
         {WB_ARCH_SM86, "sm_86 has no fp8 MMA: a=e4m3 with w=e4m3 needs mma.sync m16n8k32 e4m3/e5m2, native on sm_89 "
                        "and sm_120a"},
         {WB_ARCH_SM80, "sm_80 has no fp8 MMA"},
@@ -623,7 +625,14 @@ START_TEST(fp8_w8a8_per_architecture)
         ck_assert_ptr_null(ptx);
     }
     ck_assert_int_eq(ptx_for("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM100A, (wb_config){0}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e5m2 with w=e4m3 is not supported on sm_100a"));
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "a=e5m2 with w=e4m3 runs on sm_100a only with --mma tcgen05"));
+    /* with --mma tcgen05: kind::f8f6f4 on both Blackwell targets (e5m2 activations: B type 1) */
+    ck_assert_int_eq(ptx_for("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM103A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx),
+                     WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "tcgen05.mma.cta_group::1.kind::f8f6f4"));
+    ck_assert_ptr_null(strstr(ptx, "mma.sync"));
+    free(ptx);
+    ptx = NULL;
     /* other fp8 formats: refused, naming what is built */
     static const struct {
         const char *spec, *why;

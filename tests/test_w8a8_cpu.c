@@ -160,7 +160,7 @@ typedef struct emu {
     int nmbars, progress; /* progress: instructions run in this round (a failed try_wait is none) */
     /* tcgen05: tensor memory (lanes x columns of f32), the allocation (base column, columns; 0 when
      * none), per 16-byte shared chunk the record + 1 of the last MMA that read it, the records */
-    float *tmem;
+    uint32_t *tmem; /* f32 or s32 bits */
     int tmem_base, tmem_cols;
     int *tc_read;
     tc_rec *tc_recs;
@@ -471,22 +471,33 @@ static void tc_read(emu *e, uint64_t addr, int bytes)
         e->tc_read[c] = e->ntc_recs;
 }
 
-/* tcgen05.mma.cta_group::1.kind::f16 [d], adesc, bdesc, idesc, enable-input-d by one thread: the
- * instruction descriptor (bits 0..3 zero: dense, no saturate; D f32 in bits 4..5 = 1; A and B f16 (0)
- * or bf16 (1) in bits 7..9 and 10..12, equal; no negation (13, 14); both K-major (15, 16 zero); N >> 3
- * in 17..22; M >> 4 in 24..28, 128 here; bits 6, 23, 29..31 zero). D[m][n] (TMEM lane m, column d + n)
- * is D (or 0 when enable-input-d is false) plus the exact sum of the 16 products A[m][k] B[n][k],
- * rounded once to f32, as the other 16-bit MMAs here; A is M x 16 and B N x 16, K-major through their
- * descriptors. Complete at issue; the reads stay in flight until the commit's phase is seen. */
+/* tcgen05.mma.cta_group::1.kind::{f16, i8, f8f6f4} [d], adesc, bdesc, idesc, enable-input-d by one
+ * thread: the instruction descriptor (bits 0..3 zero: dense, no saturate; D type in bits 4..5: f32 = 1,
+ * s32 = 2 (i8 only); A and B types in bits 7..9 and 10..12: f16: f16 0 or bf16 1, equal; i8: s8 1;
+ * f8f6f4: e4m3 0 or e5m2 1; no negation (13, 14); both K-major (15, 16 zero); N >> 3 in 17..22; M >> 4
+ * in 24..28, 128 here; bits 6, 23, 29..31 zero). D[m][n] (TMEM lane m, column d + n) is D (or 0 when
+ * enable-input-d is false) plus the exact sum of the products A[m][k] B[n][k] over the step's K (16
+ * 16-bit values or 32 8-bit codes, 32 bytes of each row), rounded once to f32 as the other MMAs here,
+ * or exact and wrapping in s32; A is M x K and B N x K, K-major through their descriptors. Complete at
+ * issue; the reads stay in flight until the commit's phase is seen. */
+static wb_type fp8_type(const char *types, int which);
+
 static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
 {
     const wb_opnd *o = in->o;
     uint32_t idesc = (uint32_t)val(th, &o[3]), taddr = (uint32_t)val(th, &o[0]);
     uint64_t ad = val(th, &o[1]), bd = val(th, &o[2]);
-    int bf = (int)(idesc >> 7 & 7), nn = (int)(idesc >> 17 & 63) * 8, mm = (int)(idesc >> 24 & 31) * 16;
-    CHECK((idesc & 0xF) == 0 && (idesc >> 4 & 3) == 1 && (idesc >> 6 & 1) == 0 && bf <= 1 &&
-              (int)(idesc >> 10 & 7) == bf && (idesc >> 13 & 0xF) == 0 && (idesc >> 23 & 1) == 0 && idesc >> 29 == 0,
-          "tcgen05.mma instruction descriptor 0x%08x is not modelled (f32 D, f16/bf16 A = B, K-major)", idesc);
+    int ta = (int)(idesc >> 7 & 7), tb = (int)(idesc >> 10 & 7), dt = (int)(idesc >> 4 & 3);
+    int nn = (int)(idesc >> 17 & 63) * 8, mm = (int)(idesc >> 24 & 31) * 16;
+    int h16 = !strcmp(in->type, "f16"), i8 = !strcmp(in->type, "i8"), f8 = !strcmp(in->type, "f8f6f4"), kk = h16 ? 16 : 32;
+    CHECK(h16 || i8 || f8, "tcgen05.mma kind::%s is not modelled", in->type);
+    CHECK((idesc & 0xF) == 0 && (idesc >> 6 & 1) == 0 && (idesc >> 13 & 0xF) == 0 && (idesc >> 23 & 1) == 0 &&
+              idesc >> 29 == 0 && (h16 ? dt == 1 && ta <= 1 && tb == ta : i8 ? dt == 2 && ta == 1 && tb == 1
+                                                                                : dt == 1 && ta <= 1 && tb <= 1),
+          "tcgen05.mma kind::%s instruction descriptor 0x%08x is not modelled (f16: f32 D, f16/bf16 A = B; i8: "
+          "s32 D, s8 x s8; f8f6f4: f32 D, e4m3/e5m2; K-major)", in->type, idesc);
+    int bf = h16 && ta == 1;
+    wb_type fa = fp8_type(ta ? "e5m2.e5m2" : "e4m3.e4m3", 0), fb = fp8_type(tb ? "e5m2.e5m2" : "e4m3.e4m3", 0);
     CHECK(mm == TC_LANES && nn >= 16 && nn <= 256 && nn % 16 == 0, "tcgen05.mma M=%d N=%d is not modelled", mm, nn);
     int lane = (int)(taddr >> 16), col = (int)(taddr & 0xFFFF);
     CHECK(e->tmem_cols && lane == 0 && col >= e->tmem_base && col + nn <= e->tmem_base + e->tmem_cols,
@@ -497,30 +508,36 @@ static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
         e->tc_recs[e->ntc_recs++] = (tc_rec){-1, 0, 1};
     }
     int acc = val(th, &o[4]) != 0;
-    static double a[TC_LANES][16], b[256][16];
-    for (int r = 0; r < mm; r++)
-        for (int k = 0; k < 16; k++) {
-            uint16_t v;
-            uint64_t at = tc_smem_addr(ad, r, 2 * k);
-            memcpy(&v, shared_at(e, at, 2), 2);
-            tc_read(e, at, 2);
-            a[r][k] = half_to_double(bf, v);
-        }
-    for (int n = 0; n < nn; n++)
-        for (int k = 0; k < 16; k++) {
-            uint16_t v;
-            uint64_t at = tc_smem_addr(bd, n, 2 * k);
-            memcpy(&v, shared_at(e, at, 2), 2);
-            tc_read(e, at, 2);
-            b[n][k] = half_to_double(bf, v);
-        }
+    static double a[TC_LANES][32], b[256][32];
+    for (int side = 0; side < 2; side++)
+        for (int r = 0; r < (side ? nn : mm); r++)
+            for (int k = 0; k < kk; k++) {
+                uint64_t at = tc_smem_addr(side ? bd : ad, r, h16 ? 2 * k : k);
+                double *x = side ? &b[r][k] : &a[r][k];
+                if (h16) {
+                    uint16_t v;
+                    memcpy(&v, shared_at(e, at, 2), 2);
+                    *x = half_to_double(bf, v);
+                } else {
+                    uint8_t code = *shared_at(e, at, 1);
+                    *x = i8 ? (double)(int8_t)code : wb_type_decode(side ? fb : fa, code);
+                }
+                tc_read(e, at, h16 ? 2 : 1);
+            }
     for (int m = 0; m < mm; m++)
         for (int n = 0; n < nn; n++) {
-            double sum = 0;
-            for (int k = 0; k < 16; k++)
+            double sum = 0; /* exact: s8 products below 2^53, fp8 and 16-bit products exact in double */
+            for (int k = 0; k < kk; k++)
                 sum += a[m][k] * b[n][k];
-            float *dst = &e->tmem[m * TC_COLS + col + n];
-            *dst = (float)((acc ? (double)*dst : 0.0) + sum);
+            uint32_t *dst = &e->tmem[m * TC_COLS + col + n];
+            if (i8) {
+                *dst = (uint32_t)(int32_t)(uint32_t)(uint64_t)(int64_t)((acc ? (double)(int32_t)*dst : 0.0) + sum);
+                continue;
+            }
+            float prev;
+            memcpy(&prev, dst, 4);
+            float v = (float)((acc ? (double)prev : 0.0) + sum);
+            memcpy(dst, &v, 4);
         }
 }
 
@@ -537,12 +554,8 @@ static void run_tc_ld(emu *e, thread *th, int i, const wb_insn *in)
           "tcgen05.ld of columns %d..%d outside the allocation", col, col + 7);
     CHECK(th->seen_rec == e->ntc_recs, "thread %d reads tensor memory before the MMAs of commit %d are complete "
                                        "(waited for)", i, th->seen_rec);
-    for (int j = 0; j < 8; j++) {
-        float v = e->tmem[(lane + i % 32) * TC_COLS + col + j];
-        uint32_t bits;
-        memcpy(&bits, &v, 4);
-        th->r[o[j].v] = bits;
-    }
+    for (int j = 0; j < 8; j++)
+        th->r[o[j].v] = e->tmem[(lane + i % 32) * TC_COLS + col + j];
 }
 
 /* tcgen05.alloc / dealloc / relinquish_alloc_permit (warp-wide, .sync.aligned). alloc: a power of two
@@ -569,7 +582,7 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
     e->tmem_base = cols <= 256 ? 256 : 0;
     for (int l = 0; l < TC_LANES; l++)
         for (int c = 0; c < cols; c++)
-            e->tmem[l * TC_COLS + e->tmem_base + c] = NAN;
+            e->tmem[l * TC_COLS + e->tmem_base + c] = 0x7FC00000u ^ (uint32_t)(l * 7919 + c); /* NaN, and no s32 sum */
     uint32_t at = (uint32_t)e->tmem_base;
     memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
 }
@@ -1824,6 +1837,15 @@ START_TEST(tcgen05_kernel_matches_reference)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case_a16(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, cases[i].cfg);
+    /* W8A8 on kind::i8 (sm_100a: exact s32 sums) and kind::f8f6f4 (both targets), W4A8 widened to s8 and
+     * e4m3: k128 tiles of 8-bit codes */
+    run_case("int8", WB_ARCH_SM100A, 100, 256, 1024, (wb_config){.mma = WB_MMA_TCGEN05});
+    run_case("int8,bias=1,out=f16", WB_ARCH_SM100A, 7, 128, 128, (wb_config){.mma = WB_MMA_TCGEN05, .stages = 3});
+    run_case("fp8", WB_ARCH_SM103A, 300, 128, 512, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 32, .stages = 4});
+    run_case("a=e5m2,w=e4m3,ws=f32,g=0,bias=1", WB_ARCH_SM100A, 37, 128, 256,
+             (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 5});
+    run_case("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 64, 128, 512, (wb_config){.mma = WB_MMA_TCGEN05});
+    run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 20, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 2});
 }
 END_TEST
 
