@@ -176,10 +176,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "copies 16-bit activations only)");
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
-    if (c->mma == WB_MMA_TCGEN05 && (wb_format_fp4_acts(f) || wb_format_w4a4(f)))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations (kind::f16) and 8-bit ones "
-                                           "(kind::i8, kind::f8f6f4) in this build; 4-bit activations run on "
-                                           "mma.sync there");
+    if (c->mma == WB_MMA_TCGEN05 && wb_format_w4a4(f))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations and e2m1 ones made 16-bit "
+                                           "(kind::f16) and 8-bit ones (kind::i8, kind::f8f6f4) in this build; s4 "
+                                           "activations run on mma.sync there");
     if (c->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f)) {
         int fp8 = wb_format_w8a8_fp8(f), kind = fp8 ? WB_ISA_TC05_F8F6F4 : WB_ISA_TC05_I8;
         if (wb_isa_get(t->arch, kind) != WB_ISA_NATIVE)

@@ -1,7 +1,8 @@
 /* The tcgen05 path of the GEMM lowering (sm_100a, sm_103a; --mma tcgen05): tcgen05.mma with the
  * accumulator in tensor memory (TMEM): kind::f16 for 16-bit activations (f32 sums), and for W8A8 with
  * one scale per channel and per token kind::i8 (s8 x s8, exact s32 sums; sm_100a only) or
- * kind::f8f6f4 (e4m3/e5m2, f32 sums). lower_gemm.c calls in here where L->tc says so.
+ * kind::f8f6f4 (e4m3/e5m2, f32 sums); fp4 activations are made a 16-bit tile by the block first
+ * (lower_act4.c) and take kind::f16. lower_gemm.c calls in here where L->tc says so.
  *
  * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
  * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped (out^T = W x^T): A is the weights, B the activations.
@@ -169,6 +170,8 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
         wb_reg at = add(L, addi(L, tile, (i & 1) * 1024), L->tc_xor[i >> 1]);
         wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[i]));
     }
+    /* into the async proxy: these stores, and this thread's earlier ones into the stage's 16-bit
+     * activation tile (fp4 activations, lower_act4.c) */
     wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
     wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
@@ -212,6 +215,22 @@ void wb_tc_epilogue(lw *L)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale), wb_r(addr64(L, L->chan, ch, 4)));
     }
     int s32 = L->w8a8 && !L->a8_float;
+    /* fp4 activations: the tensor scales multiply the f32 sums (chan: the biases, then the weight's) */
+    wb_reg global = {-1};
+    if (L->afp4 && (L->fmt->ags || L->fmt->wgs)) {
+        global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
+        if (L->fmt->ags) {
+            wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(ag), wb_r(L->aglobal));
+            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(ag));
+        }
+        if (L->fmt->wgs) {
+            wb_reg wgv = wb_new_reg(L->f, WB_RC_F32);
+            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wgv),
+                    wb_r(L->fmt->bias ? addr64(L, L->chan, L->n, 4) : L->chan));
+            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(wgv));
+        }
+    }
     int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
     /* TMEM address: lane in the high half, column in the low half */
     wb_reg col0 = muli(L, half, cols);
@@ -232,6 +251,8 @@ void wb_tc_epilogue(lw *L)
             wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
             wb_reg x = L->w8a8 ? wb_gemm_scale_sum(L, v[j], wscale, tok) : v[j];
+            if (global.id >= 0)
+                x = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(x), wb_r(global));
             if (L->fmt->bias)
                 x = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(x), wb_r(bias));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, x);

@@ -78,7 +78,7 @@ if expect 0 "w4a16 on sm_100a without --mma stays on mma.sync" "" -- $W ptx w4a1
     grep -q 'tcgen05' "$tmp/out" && fail "tcgen05 chosen without --mma tcgen05"
 fi
 expect 2 "tcgen05 on sm_90a is refused" "sm_90a has no tcgen05" -- $W ptx w4a16 --arch sm_90a --mma tcgen05
-expect 2 "tcgen05 with 4-bit activations is refused" "4-bit activations run on mma.sync there" \
+expect 2 "tcgen05 with s4 activations is refused" "s4 activations run on mma.sync there" \
     -- $W ptx w4a4-int4 --arch sm_100a --mma tcgen05
 if expect 0 "int8 on tcgen05 (sm_100a): kind::i8" "" -- $W ptx int8 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::i8' "$tmp/out" || fail "int8 on sm_100a tcgen05: no kind::i8"
@@ -87,6 +87,9 @@ expect 2 "int8 on tcgen05 (sm_103a) is refused: no kind::i8" "sm_103a has no tcg
     -- $W ptx int8 --arch sm_103a --mma tcgen05
 if expect 0 "fp8 on tcgen05 (sm_103a): kind::f8f6f4" "" -- $W ptx fp8 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::f8f6f4' "$tmp/out" || fail "fp8 on sm_103a tcgen05: no kind::f8f6f4"
+fi
+if expect 0 "nvfp4 on tcgen05 (sm_100a): kind::f16 on the 16-bit tile" "" -- $W ptx nvfp4 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: no kind::f16"
 fi
 expect 2 "W8A8 with groups on tcgen05 is refused" "scales per channel and per token (g=0, ag=0)" \
     -- $W ptx fp8-block --arch sm_100a --mma tcgen05

@@ -1815,9 +1815,10 @@ START_TEST(wgmma16_kernel_matches_reference)
 }
 END_TEST
 
-/* Weight-only kernels on tcgen05 (sm_100a, sm_103a; --mma tcgen05): kind::f16 with the sums in tensor
+/* tcgen05 (sm_100a, sm_103a; --mma tcgen05): weight-only kernels on kind::f16 with the sums in tensor
  * memory, the dequantized weights through swizzled shared tiles, mbarrier commits; the heuristic's
- * config and forced ones (16 to 256 tokens a block, 3 to 8 stages, tails past M, one and many k tiles). */
+ * config and forced ones (16 to 256 tokens a block, 3 to 8 stages, tails past M, one and many k tiles);
+ * W8A8 and W4A8 on kind::i8 and kind::f8f6f4; fp4 activations on kind::f16. */
 START_TEST(tcgen05_kernel_matches_reference)
 {
     static const struct {
@@ -1846,6 +1847,12 @@ START_TEST(tcgen05_kernel_matches_reference)
              (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 5});
     run_case("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 64, 128, 512, (wb_config){.mma = WB_MMA_TCGEN05});
     run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 20, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 2});
+    /* fp4 activations made a 16-bit tile by the block (lower_act4.c), then kind::f16; tensor scales */
+    run_case_fp4("nvfp4", WB_ARCH_SM100A, 100, 256, 512, (wb_config){.mma = WB_MMA_TCGEN05});
+    run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 256,
+                 (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 3});
+    run_case_fp4("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,bias=1", WB_ARCH_SM100A, 129, 128, 512,
+                 (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 32, .stages = 4});
 }
 END_TEST
 
