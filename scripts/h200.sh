@@ -4,9 +4,11 @@
 #                                       tests/gpu/), the examples, compute-sanitizer on a small run,
 #                                       `warble run` against numpy, `warble quant --device` (quant_check)
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
-#   scripts/h200.sh sweep m1|m16|formats  `warble bench --sweep` of the decode configs with k_slices:
-#                                       int4 on the suite shapes at M = 1 or 16, or the narrow and fp4
-#                                       weights at M = 1 on two; the JSON lines in $OUT/sweep-PART.tar.gz
+#   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
+#                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
+#                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
+#                                       e2m1 at M = 1 with every warps_n (wide); JSON lines in
+#                                       $OUT/sweep-PART.tar.gz
 # Every step writes straight into $OUT, line-buffered and under its own time limit, so a call cut
 # short by the device's limit still brings back what finished.
 set -uo pipefail
@@ -29,7 +31,10 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   formats) OUT=$OUT/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32;mxfp4" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1 --warps-n 2" ;;
-  *) echo "sweep part: m1, m16 or formats"; exit 2 ;;
+  wide) OUT=$OUT/$part step 500 bench/decode_sweep.sh \
+        "a=f16,w=int5,g=128;a=f16,w=int6,g=128;a=f16,w=e2m1,ws=e8m0,g=32" 8192x8192,28672x4096 \
+        "--m 1 --mma mma.sync --m-tiles 1" ;;
+  *) echo "sweep part: m1, m16, formats or wide"; exit 2 ;;
   esac | tee "$OUT/sweep-$part.md"
   tar -czf "$OUT/sweep-$part.tar.gz" -C "$OUT" "$part" && rm -rf "${OUT:?}/$part"
   exit 0
