@@ -236,6 +236,7 @@ float wb_widen_factor(const wb_format *f);
 void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
+wb_reg wb_gemm_tensor_scale(lw *L);
 /* W8A8's epilogue: an output's sum (s32 or f32) times the channel's scale and the token's */
 wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok);
 

@@ -900,6 +900,28 @@ wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
     return L->fmt->ag ? v : op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
 }
 
+/* fp4 activations: the product of the tensor scales that multiply the f32 sums (chan: the biases, then
+ * the weight's), or no register (id -1) when the format has none. */
+wb_reg wb_gemm_tensor_scale(lw *L)
+{
+    wb_reg global = {-1};
+    if (!(L->afp4 || L->bs) || !(L->fmt->ags || L->fmt->wgs))
+        return global;
+    global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
+    if (L->fmt->ags) {
+        wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(ag), wb_r(L->aglobal));
+        global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(ag));
+    }
+    if (L->fmt->wgs) {
+        wb_reg wgv = wb_new_reg(L->f, WB_RC_F32);
+        wb_reg at = L->fmt->bias ? addr64(L, L->chan, L->n, 4) : L->chan;
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wgv), wb_r(at));
+        global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(wgv));
+    }
+    return global;
+}
+
 static void lower_epilogue(lw *L, int acc)
 {
     wb_reg *c = L->vals[acc];
@@ -964,22 +986,7 @@ static void lower_epilogue(lw *L, int acc)
         wscale[h] = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
     }
-    /* fp4 activations: the tensor scales multiply the f32 sums (chan: the biases, then the weight's) */
-    wb_reg global = {-1};
-    if ((L->afp4 || L->bs) && (L->fmt->ags || L->fmt->wgs)) {
-        global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
-        if (L->fmt->ags) {
-            wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
-            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(ag), wb_r(L->aglobal));
-            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(ag));
-        }
-        if (L->fmt->wgs) {
-            wb_reg wgv = wb_new_reg(L->f, WB_RC_F32);
-            wb_reg at = L->fmt->bias ? addr64(L, L->chan, L->n, 4) : L->chan;
-            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wgv), wb_r(at));
-            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(wgv));
-        }
-    }
+    wb_reg global = wb_gemm_tensor_scale(L);
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)
         for (int i = 0; i < 4; i++) {

@@ -215,22 +215,7 @@ void wb_tc_epilogue(lw *L)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale), wb_r(addr64(L, L->chan, ch, 4)));
     }
     int s32 = L->w8a8 && !L->a8_float;
-    /* fp4 activations: the tensor scales multiply the f32 sums (chan: the biases, then the weight's) */
-    wb_reg global = {-1};
-    if (L->afp4 && (L->fmt->ags || L->fmt->wgs)) {
-        global = mov(L, "f32", WB_RC_F32, wb_f32(1.0f));
-        if (L->fmt->ags) {
-            wb_reg ag = wb_new_reg(L->f, WB_RC_F32);
-            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(ag), wb_r(L->aglobal));
-            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(ag));
-        }
-        if (L->fmt->wgs) {
-            wb_reg wgv = wb_new_reg(L->f, WB_RC_F32);
-            wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wgv),
-                    wb_r(L->fmt->bias ? addr64(L, L->chan, L->n, 4) : L->chan));
-            global = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(global), wb_r(wgv));
-        }
-    }
+    wb_reg global = wb_gemm_tensor_scale(L); /* fp4 activations */
     int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
     /* TMEM address: lane in the high half, column in the low half */
     wb_reg col0 = muli(L, half, cols);
