@@ -890,6 +890,54 @@ START_TEST(arch_names)
 }
 END_TEST
 
+/* --mma tcgen05 (issue 5's matrix): the kind each format takes on sm_100a and sm_103a, one MMA issued
+ * per k step by thread 0 and nothing else tensor-wise (no mma.sync, no wgmma); kind::i8 never on sm_103a
+ * (its int8 is refused there and stays on the legacy mma.sync by default); the default stays mma.sync. */
+START_TEST(tcgen05_per_architecture)
+{
+    static const struct {
+        const char *spec, *kind100, *kind103; /* NULL: refused */
+    } cases[] = {
+        {"w4a16", "kind::f16", "kind::f16"},
+        {"a=bf16,w=e3m3,ws=e5m2,g=64", "kind::f16", "kind::f16"},
+        {"nvfp4", "kind::f16", "kind::f16"},
+        {"int8", "kind::i8", NULL},
+        {"fp8", "kind::f8f6f4", "kind::f8f6f4"},
+        {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4"},
+        {"fp8-block", NULL, NULL},
+        {"w4a4-int4", NULL, NULL},
+    };
+    static const wb_arch archs[] = {WB_ARCH_SM100A, WB_ARCH_SM103A};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int a = 0; a < 2; a++) {
+            const char *kind = a ? cases[i].kind103 : cases[i].kind100;
+            char *ptx = NULL;
+            wb_status st = ptx_for(cases[i].spec, archs[a], (wb_config){.mma = WB_MMA_TCGEN05}, &ptx);
+            ck_assert_msg(st == (kind ? WB_OK : WB_ERR_UNSUPPORTED), "%s on %s: %s", cases[i].spec,
+                          wb_arch_name(archs[a]), wb_last_error());
+            if (!kind)
+                continue;
+            char want[64];
+            snprintf(want, sizeof want, "tcgen05.mma.cta_group::1.%s ", kind);
+            ck_assert_msg(count_of(ptx, want) == 4, "%s on %s: %d x %s", cases[i].spec, wb_arch_name(archs[a]),
+                          count_of(ptx, want), want);
+            ck_assert_int_eq(count_of(ptx, "tcgen05.mma"), 4);
+            ck_assert_int_eq(count_of(ptx, "tcgen05.commit"), 1);
+            ck_assert_ptr_null(strstr(ptx, "mma.sync"));
+            ck_assert_ptr_null(strstr(ptx, "wgmma"));
+            ck_assert(archs[a] != WB_ARCH_SM103A || !strstr(ptx, "kind::i8"));
+            free(ptx);
+            ptx = NULL;
+            /* the default: fp8 refused (its mma.sync is only emulated), everything else on mma.sync */
+            int fp8 = strstr(cases[i].spec, "fp8") || strstr(cases[i].spec, "e4m3");
+            ck_assert_int_eq(ptx_for(cases[i].spec, archs[a], (wb_config){0}, &ptx), fp8 ? WB_ERR_UNSUPPORTED : WB_OK);
+            if (ptx)
+                ck_assert_ptr_null(strstr(ptx, "tcgen05.mma"));
+            free(ptx);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel");
@@ -912,6 +960,7 @@ int main(void)
     tcase_add_test(t, instruction_table);
     tcase_add_test(t, batch_invariant_configs);
     tcase_add_test(t, arch_names);
+    tcase_add_test(t, tcgen05_per_architecture);
     suite_add_tcase(s, t);
     return wbt_run(s);
 }
