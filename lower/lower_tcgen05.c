@@ -5,17 +5,18 @@
  * (lower_act4.c) and take kind::f16. lower_gemm.c calls in here where L->tc says so.
  *
  * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
- * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped (out^T = W x^T): A is the weights, B the activations.
- * tcgen05.mma reads both operands from shared memory, so each warp dequantizes its 16 channels of the
- * tile as the other paths do (the m16n8k16 A fragment; 8-bit codes: the m16n8k32 one, int4 widened to
- * s8 or e4m3 first) and stores them into a weight tile laid out as
- * the activation tile is: 128-byte K-major rows, 16-byte chunks XOR-swizzled by row (the 128B swizzle,
- * 1024-byte atoms). There are two weight tiles, for even and odd k tiles. Iteration kt:
+ * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped
+ * (out^T = W x^T): A is the weights, B the activations. tcgen05.mma reads both operands from shared
+ * memory, so each warp dequantizes its 16 channels of the tile as the other paths do (the m16n8k16 A
+ * fragment; 8-bit codes: the m16n8k32 one, int4 widened to s8 or e4m3 first) and stores them into a
+ * weight tile laid out as the activation tile is: 128-byte K-major rows, 16-byte chunks XOR-swizzled
+ * by row (the 128B swizzle, 1024-byte atoms). There are two weight tiles, for even and odd k tiles.
+ * Iteration kt:
  *
  *   wait for tile kt's copies, fence them into the async proxy, block barrier;
  *   wait for the MMAs of tile kt - 2 (they read weight tile kt & 1 and the stage the copies go to next);
  *   issue the copies of tile kt + stages - 2; dequantize tile kt into weight tile kt & 1;
- *   fence, barrier; thread 0 issues the four k16 MMAs and commits them to mbarrier kt & 1.
+ *   fence, barrier; thread 0 issues the tile's four MMAs and commits them to mbarrier kt & 1.
  *
  * So the MMAs of tile kt - 1 run while tile kt is dequantized. After the loop every thread waits for
  * the last commit (tcgen05.commit tracks all earlier MMAs of its thread), reads its TMEM lane (warp w
