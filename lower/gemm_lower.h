@@ -74,8 +74,7 @@ typedef struct lw {
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
-    wb_reg tmem, tc_idesc, tc_pacc;    /* tc: the accumulator's TMEM address, the instruction descriptor,
-                                          "accumulate" (false for the first tile's first step) */
+    wb_reg tmem, tc_idesc;             /* tc: the accumulator's TMEM address, the instruction descriptor */
     wb_reg tc_arow, tc_xor[8];         /* tc: this thread's row of the weight tile, chunk offsets */
     int bs;                            /* fp4 x fp4 on the block-scaled MMA: its scale_vec (lower_block.c) */
     struct block *block;               /* bs: the activation scale words and their addresses */
@@ -219,6 +218,23 @@ static inline wb_reg *value_regs(lw *L, int value, int count)
     }
     L->vals[value] = r;
     return r;
+}
+
+/* The low word of a shared-memory matrix descriptor (wgmma and tcgen05 alike) for the swizzled K-major
+ * tile at shared address base: its start >> 4 in bits 0..13, leading byte offset 1 (unused). */
+static inline wb_reg smem_desc_lo(lw *L, wb_reg base)
+{
+    return op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
+}
+
+/* Spin until the phase of parity `parity` of the mbarrier at mb has completed (label: the loop's name). */
+static inline void mbar_wait(lw *L, wb_reg mb, wb_reg parity, const char *label)
+{
+    const char *spin = wb_new_label(L->f, label);
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
+    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
+    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
 }
 
 /* lower_gemm.c, used by the wgmma path */

@@ -56,12 +56,6 @@ static wb_reg desc_hi(lw *L)
     return mov(L, "b32", WB_RC_B32, wb_hex((2u << 29) | (1u << 14) | (1024 >> 4)));
 }
 
-/* A descriptor's low word for the tile at shared address base: its start >> 4, leading offset 1. */
-static wb_reg desc_lo(lw *L, wb_reg base)
-{
-    return op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
-}
-
 /* Before the pipeline: two mbarriers (one commit each), the TMEM allocation (warp 0), the instruction
  * descriptor and this thread's place in the weight tiles. */
 void wb_tc_setup(lw *L)
@@ -112,12 +106,7 @@ void wb_tc_setup(lw *L)
 void wb_tc_wait_tile(lw *L, wb_reg tile)
 {
     wb_reg mb = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, tile, 1)), wb_imm(8), wb_r(L->mbar));
-    wb_reg parity = andi(L, shri(L, tile, 1), 1);
-    const char *spin = wb_new_label(L->f, "tcwait");
-    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
-    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
-    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+    mbar_wait(L, mb, andi(L, shri(L, tile, 1), 1), "tcwait");
 }
 
 /* The loop's top, after the barrier: from kt = 2 on, wait for the MMAs of tile kt - 2, which read the
@@ -138,7 +127,7 @@ void wb_tc_frag_desc(lw *L, int value)
     wb_reg *d = value_regs(L, value, TC_STEPS);
     if (!d)
         return;
-    wb_reg lo = desc_lo(L, addi(L, add(L, L->smem, L->ro), L->lay.a_off));
+    wb_reg lo = smem_desc_lo(L, addi(L, add(L, L->smem, L->ro), L->lay.a_off));
     for (int step = 0; step < TC_STEPS; step++) {
         d[step] = wb_new_reg(L->f, WB_RC_B64);
         wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
@@ -180,7 +169,7 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
     wb_reg pacc = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(pacc), wb_r(L->kt), wb_imm(0));
     wb_reg abase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->smem));
-    wb_reg alo = desc_lo(L, addi(L, abase, L->lay.tc_a_off));
+    wb_reg alo = smem_desc_lo(L, addi(L, abase, L->lay.tc_a_off));
     for (int step = 0; step < TC_STEPS; step++) {
         wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
         wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));

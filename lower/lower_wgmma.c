@@ -67,12 +67,7 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
     wb_reg mb = stage_mbar(L, stage_off);
-    wb_reg parity = andi(L, divi(L, tile, L->cfg->stages), 1);
-    const char *spin = wb_new_label(L->f, "tma");
-    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(spin));
-    wb_emit(L->f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_r(parity));
-    wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+    mbar_wait(L, mb, andi(L, divi(L, tile, L->cfg->stages), 1), "tma");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
@@ -220,7 +215,7 @@ void wb_wgmma_frag_desc(lw *L, int value)
     wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
     if (L->cfg->warps_k > 1) /* split K: warpgroup wk reads slice wk of the tile, bm rows of 128 bytes on */
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(base));
-    wb_reg lo = op2(L, WB_OP_OR, "b32", WB_RC_B32, wb_r(andi(L, shri(L, base, 4), 0x3FFF)), wb_imm(1 << 16));
+    wb_reg lo = smem_desc_lo(L, base);
     for (int step = 0; step < steps; step++) {
         d[step] = wb_new_reg(L->f, WB_RC_B64);
         wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
