@@ -187,12 +187,14 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
     int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
     if (!c->warps_n) {
-        /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM; above that,
-         * wide blocks share each activation tile among more warps (2.5x at M = 64 on the H200,
-         * docs/perf.md) */
+        /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM (two warps
+         * along N from nearly two blocks an SM: 256 on the 132 SMs of an H100/H200, where they ran
+         * 9 to 18% faster than one at M = 1 for int5/int6 and at M = 16 for int4, docs/perf.md);
+         * above that, wide blocks share each activation tile among more warps (2.5x at M = 64 on the
+         * H200) */
         c->warps_n = decode ? 2 : 4;
         while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
-                                  (decode && n / (16 * c->warps_n) * mblocks < 2 * t->sm_count_hint)))
+                                  (decode && n / (16 * c->warps_n) * mblocks * 10 < 19 * t->sm_count_hint)))
             c->warps_n /= 2;
     }
     if (!c->warps_k) {
@@ -201,8 +203,13 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
          * resident at once (a second wave costs more than the warps gain) */
         int want = small ? 2 : 1;
         if (decode) {
+            /* two m-tiles (9 <= M <= 16, no k-slices below): at most 24 warps per SM, the split
+             * halved down to 2 to stay there (28672 x 4096 at M = 16: 2 warps 13% faster than 4) */
             int64_t blocks = n / (16 * c->warps_n) * mblocks, sms = t->sm_count_hint;
-            for (want = 4; want < 16 && c->warps_n * want < 16 && blocks * c->warps_n * want < 24 * sms; want *= 2) {
+            int cap24 = c->m_tiles > 1, per = c->warps_n * (cap24 ? 2 : 1); /* warps a block gains by doubling */
+            for (want = 4; cap24 && want > 2 && blocks * c->warps_n * want > 24 * sms; want /= 2)
+                ;
+            for (; want < 16 && c->warps_n * want < 16 && blocks * per * want < 24 * sms; want *= 2) {
                 wb_config wider = *c;
                 wider.warps_k = want * 2;
                 if (k % (WB_KW * wider.warps_k) || blocks > resident_blocks(t, f, &wider) * sms)

@@ -737,7 +737,7 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_str_eq(buf, "mt=1,wn=1,wk=8,stages=4,load=cp.async,mma=mma.sync,ks=2");
     /* decode: K split among warp slices until about 24..36 per SM of the H200 (132 SMs), half the warps
      * taking two slices each */
-    struct { int64_t n, k; int wn, wk; } dec[] = {{8192, 8192, 1, 8}, {28672, 4096, 2, 4}, {4096, 14336, 1, 16},
+    struct { int64_t n, k; int wn, wk; } dec[] = {{8192, 8192, 2, 8}, {28672, 4096, 2, 4}, {4096, 14336, 1, 16},
                                                    {6144, 4096, 1, 8}, {4096, 64 * 4 * 3, 1, 4}};
     for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
         wb_config d = {0};
@@ -753,8 +753,23 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
     ck_assert_int_eq(d16.warps_k, 4);
     ck_assert_int_eq(d16.k_slices, 1); /* two m-tiles: split K alone (config.c) */
+    /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
+     * where 4 would pass it: 28672 x 4096), and not doubled past it */
+    struct { int64_t n, k; int wn, wk; } d2[] = {{8192, 8192, 2, 4}, {28672, 4096, 2, 2}, {4096, 14336, 1, 8},
+                                                 {6144, 4096, 1, 4}};
+    for (size_t i = 0; i < sizeof d2 / sizeof d2[0]; i++) {
+        wb_config d = {0};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, d2[i].n, d2[i].k, &d), WB_OK);
+        ck_assert_msg(d.m_tiles == 2 && d.warps_n == d2[i].wn && d.warps_k == d2[i].wk && d.k_slices == 1,
+                      "M = 16, %lld x %lld: wn=%d wk=%d ks=%d", (long long)d2[i].n, (long long)d2[i].k, d.warps_n,
+                      d.warps_k, d.k_slices);
+    }
     ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
-    ck_assert_int_eq(d8.warps_k * d8.k_slices, 4);
+    wb_launch_dims dd; /* int8: 256 blocks of 8 warps, two an SM by shared memory and threads */
+    ck_assert_int_eq(wb_kernel_dims(&i8, &d8, 1, 8192, 8192, &dd), WB_OK);
+    ck_assert_int_eq(dd.grid[0] * dd.grid[1], 256);
+    ck_assert_uint_le(2 * dd.smem_bytes, wb_target_get(WB_ARCH_SM90A)->smem_max);
+    ck_assert_uint_le(2 * dd.block[0], 2048);
     /* k_slices stays 1 where it was not measured to pay or is not built: W8A8, fp4 activations,
      * batch-invariant, two m-tiles */
     const char *one_slice[] = {"int8", "nvfp4", "w4a16"};
