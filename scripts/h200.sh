@@ -4,6 +4,9 @@
 #                                       tests/gpu/), the examples, compute-sanitizer on a small run,
 #                                       `warble run` against numpy, `warble quant --device` (quant_check)
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
+#   scripts/h200.sh decode              bench/ab_picks.sh (the heuristic's decode picks beside the old
+#                                       ones), the suite at M = 1, 16 with the copy ceiling, the weight
+#                                       types at M = 1
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -37,6 +40,22 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   *) echo "sweep part: m1, m16, formats or wide"; exit 2 ;;
   esac | tee "$OUT/sweep-$part.md"
   tar -czf "$OUT/sweep-$part.tar.gz" -C "$OUT" "$part" && rm -rf "${OUT:?}/$part"
+  exit 0
+fi
+if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suite at M = 1, 16 and the weight types
+  OUT=$OUT step 200 bash bench/ab_picks.sh
+  PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --copy-ceiling \
+    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 ||
+    tail -20 "$OUT/bench.log"
+  formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
+  formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
+  PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1 \
+    --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
+  for m in 1 16; do # where the decode kernel's warps wait (hardware counters, where the machine reads them)
+    step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SchedulerStats \
+      --section WarpStateStats --section SpeedOfLight --section Occupancy \
+      build/warble bench w4a16 --m $m --n 8192 --k 8192 >"$OUT/ncu-m$m.txt" 2>&1 || echo "ncu m=$m: exit $?"
+  done
   exit 0
 fi
 if [ "$mode" = validate ]; then
