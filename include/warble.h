@@ -227,12 +227,13 @@ WB_API wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config
 /* The entry name inside that PTX. */
 WB_API const char *wb_kernel_entry(void);
 
-/* Launch geometry of a kernel for a shape. */
+/* Launch geometry of a kernel for a shape on target arch (its shared memory can depend on the target:
+ * s8 x s8 on tcgen05 widens to f16 where there is no kind::i8). */
 typedef struct wb_launch_dims {
     unsigned grid[3], block[3];
     unsigned smem_bytes;
 } wb_launch_dims;
-WB_API wb_status wb_kernel_dims(const wb_format *f, const wb_config *cfg, int64_t m, int64_t n,
+WB_API wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *cfg, int64_t m, int64_t n,
                                 int64_t k, wb_launch_dims *out);
 
 /* ---------------------------------------------------------------- weight packing */

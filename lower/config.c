@@ -22,7 +22,7 @@ const char *wb_mma_name(int mma)
 static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_config *c)
 {
     wb_layout lay;
-    wb_layout_get(f, c, &lay);
+    wb_layout_get(f, c, t->arch, &lay);
     int64_t by_smem = lay.smem ? t->smem_max / lay.smem : 32, by_threads = 2048 / lay.threads;
     int64_t by_regs = 65536 / (64 * lay.threads);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
@@ -95,7 +95,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     if (!c->stages) {
         wb_layout lay;
         c->stages = 1;
-        wb_layout_get(f, c, &lay);
+        wb_layout_get(f, c, t->arch, &lay);
         int64_t threads = 32 * c->warps_n * c->warps_k, by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads);
         int64_t per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
         per_sm = per_sm < by_regs ? per_sm : by_regs;
@@ -122,13 +122,22 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
             mt *= 2;
         while (mt > 2 && n / WB_TC_M * ((m + 8 * mt - 1) / (8 * mt)) < t->sm_count_hint)
             mt /= 2;
+        /* ... and that leaves room for 3 stages (s8 widened to f16 keeps 16-bit copies of both tiles) */
+        for (;; mt /= 2) {
+            wb_config three = *c;
+            three.m_tiles = mt, three.stages = 3;
+            wb_layout lay;
+            wb_layout_get(f, &three, t->arch, &lay);
+            if (mt == 2 || lay.smem <= t->smem_max)
+                break;
+        }
         c->m_tiles = mt;
     }
     if (!c->stages) {
         wb_config one = *c;
         one.stages = 1;
         wb_layout lay;
-        wb_layout_get(f, &one, &lay);
+        wb_layout_get(f, &one, t->arch, &lay);
         int64_t fit = (t->smem_max - (lay.smem - lay.stage)) / lay.stage;
         c->stages = fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
     }
@@ -237,7 +246,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (slices && !forced_stages && c->load == WB_LOAD_CP_ASYNC) {
         wb_layout one;
         c->stages = 1;
-        wb_layout_get(f, c, &one);
+        wb_layout_get(f, c, t->arch, &one);
         int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + t->sm_count_hint - 1) / t->sm_count_hint;
         int64_t fit = t->smem_max / (per_sm * (one.stage + 1024)); /* 1 KB a block the SM keeps */
         c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
@@ -247,7 +256,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     /* fit at least two blocks per SM: fewer stages down to 3, then less split K, then 2 stages */
     wb_layout lay;
     for (;;) {
-        wb_layout_get(f, c, &lay);
+        wb_layout_get(f, c, t->arch, &lay);
         if (2 * lay.smem <= t->smem_max)
             break;
         if (!forced_stages && c->stages > 3)
@@ -268,7 +277,7 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     if (s)
         return s;
     wb_layout lay;
-    wb_layout_get(f, c, &lay);
+    wb_layout_get(f, c, WB_ARCH_SM90A, &lay); /* bn and bk are the same on every target */
     int bn = lay.bn, bk = lay.bk; /* bk: k64 per warp slice, k128 for W8A8 on wgmma */
     if (n % 16 || k % WB_KW)
         return wb_fail(WB_ERR_INVALID, "N must be a multiple of 16 and K a multiple of 64 (got N=%lld, K=%lld)",
@@ -306,12 +315,12 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
                     c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks, c->batch_invariant ? ",bi=1" : "");
 }
 
-wb_status wb_kernel_dims(const wb_format *f, const wb_config *c, int64_t m, int64_t n, int64_t k,
+wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,
                          wb_launch_dims *d)
 {
     (void)k;
     wb_layout lay;
-    wb_layout_get(f, c, &lay);
+    wb_layout_get(f, c, arch, &lay);
     d->grid[0] = (unsigned)(n / lay.bn);
     d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
     d->grid[2] = 1;

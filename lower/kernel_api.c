@@ -59,7 +59,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         wb_config_print(cfg, conf, sizeof conf);
         snprintf(title, sizeof title, "%s  [%s]", spec, conf);
         wb_layout lay;
-        wb_layout_get(f, cfg, &lay);
+        wb_layout_get(f, cfg, t->arch, &lay);
         int quantized = wb_format_w8a8(f) || wb_format_fp4_acts(f);
         int nparams = quantized ? 9 + (wb_format_fp4_acts(f) && f->ags) : (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
         wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), quantized ? params_q : params,

@@ -1,9 +1,17 @@
 /* Block tile sizes and shared-memory offsets from a config. */
 #include "lower/layout.h"
 #include "dsl/tile.h"
+#include "lower/isa.h"
 
-void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
+int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch)
 {
+    return cfg->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) &&
+           wb_isa_get(arch, WB_ISA_TC05_I8) != WB_ISA_NATIVE;
+}
+
+void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_layout *L)
+{
+    L->tc_wide = wb_tc_widens_s8(f, cfg, arch);
     /* W8A8 on wgmma and tcgen05: k128 slices, so that a token's 8-bit row is 128 bytes (the 128B swizzle of the
      * 16-bit kernels) and an iteration holds four k32 MMA steps, as the 16-bit one holds four k16 */
     L->slice_k = wb_format_w8a8(f) && (cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05) ? 2 * WB_KW : WB_KW;
@@ -42,10 +50,12 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *L)
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
         L->smem += 16 * ((cfg->stages + 1) / 2);
-    L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = 0;
+    L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = 0;
     if (cfg->mma == WB_MMA_TCGEN05) {
+        int halves = L->tc_wide ? 2 : 1; /* widened: a k128 tile is two k64 halves of 16-bit values */
         L->tc_a_off = L->smem;
-        L->tc_mbar_off = L->tc_a_off + 2 * WB_TC_M * 128;
+        L->tc_x_off = L->tc_a_off + 2 * halves * WB_TC_M * 128;
+        L->tc_mbar_off = L->tc_x_off + (L->tc_wide ? 2 * halves * L->bm * 128 : 0);
         L->tc_tmem_off = L->tc_mbar_off + 16;
         L->smem = L->tc_tmem_off + 16;
     }

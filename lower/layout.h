@@ -43,10 +43,18 @@ typedef struct wb_layout {
                              like the activation tile) after the stages, then two mbarriers (one per
                              tile: its MMAs' commit) at tc_mbar_off and the TMEM address at tc_tmem_off */
     int tc_mbar_off, tc_tmem_off;
+    int tc_wide;          /* tcgen05, s8 activations where the target has no kind::i8 (sm_103a): both operands
+                             widened to f16 for kind::f16; the weight tiles are then 2 k64 halves each, and
+                             two 16-bit activation tiles (k128: 2 halves of bm x 128 bytes) at tc_x_off */
+    int tc_x_off;
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
 
-void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_layout *out);
+/* arch: the target, which decides whether s8 x s8 on tcgen05 is kind::i8 or widened to kind::f16 */
+void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_layout *out);
+/* s8 W8A8 (a=s8, w=int8 or int4) on tcgen05 where the target has no tcgen05.mma kind::i8: both operands
+ * are widened exactly to f16 and multiplied by kind::f16 with f32 sums (lower_tcgen05.c) */
+int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch);
 /* The most 16-byte copies one thread makes of one tile (activations, codes or scales) per stage. */
 int wb_layout_copy_slots(const wb_layout *L);
 /* k64 slices a warp takes from a stage: k_slices, at least 1. */

@@ -181,10 +181,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "(kind::f16) and 8-bit ones (kind::i8, kind::f8f6f4) in this build; s4 "
                                            "activations run on mma.sync there");
     if (c->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f)) {
+        /* s8 x s8 without kind::i8 (sm_103a): both operands widened to f16 on kind::f16 (lower_tcgen05.c) */
         int fp8 = wb_format_w8a8_fp8(f), kind = fp8 ? WB_ISA_TC05_F8F6F4 : WB_ISA_TC05_I8;
-        if (wb_isa_get(t->arch, kind) != WB_ISA_NATIVE)
-            return wb_fail(WB_ERR_UNSUPPORTED, "%s has no %s: its s8 x s8 kernel is the legacy mma.sync one (the "
-                                               "default, exact)", t->name, wb_isa_name(kind));
+        if (wb_isa_get(t->arch, kind) != WB_ISA_NATIVE && (fp8 || wb_isa_get(t->arch, WB_ISA_TC05_F16) != WB_ISA_NATIVE))
+            return wb_fail(WB_ERR_UNSUPPORTED, "%s has no %s", t->name, wb_isa_name(kind));
         if (f->g || f->ag)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 with 8-bit activations is built for scales per channel "
                                                "and per token (g=0, ag=0) in this build (got g=%d, ag=%d)", f->g, f->ag);
@@ -265,7 +265,7 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "k_slices > 1 is built for the mma.sync kernel with 16-bit activations "
                                            "only (got %d)", c->k_slices);
     wb_layout lay;
-    wb_layout_get(f, c, &lay);
+    wb_layout_get(f, c, t->arch, &lay);
     if (wb_layout_copy_slots(&lay) > WB_MAX_COPY_SLOTS)
         return wb_fail(WB_ERR_UNSUPPORTED, "this config copies %d 16-byte pieces of a tile per thread and stage; "
                                            "at most %d (fewer m_tiles or k_slices, or more warps)",

@@ -588,7 +588,7 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
 }
 
 /* The sums are s32 (the integer MMA of s8 W8A8 without slice scales); every other kernel's are f32. */
-static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped; }
+static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped && !L->lay.tc_wide; }
 
 /* Slice-scaled W8A8 (L->grouped): each slice's product is multiplied, element by element, by factors
  * that may change from slice to slice before it goes into the f32 sums: the weight scales of channels
@@ -680,8 +680,9 @@ static void mma_s8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, con
                       : wb_isa_get(L->t->arch, WB_ISA_TC05_I8) == WB_ISA_NATIVE
                           ? "mma.sync m16n8k32 s8, native; tcgen05.mma kind::i8 with --mma tcgen05 (not yet run "
                             "on hardware)"
-                          : "mma.sync m16n8k32 s8: the legacy INT8 path, exact, since this target's tcgen05 has no "
-                            "kind::i8 (int8 widened to f16 on tcgen05 kind::f16 is not built yet)";
+                          : "mma.sync m16n8k32 s8: the legacy INT8 path and the default, exact s32 sums, since this "
+                            "target's tcgen05 has no kind::i8 (--mma tcgen05 widens both operands to f16 for "
+                            "kind::f16: exact sums for K <= 1024, f32 rounding past that; not yet run on hardware)";
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, %s%s", why,
                                                                   w4a4 ? w4a4 : "")));
     for (int step = 0; step < 2; step++) {
@@ -1040,7 +1041,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
     L.pp = L.rot && L.w8a8;
-    wb_layout_get(&k->fmt, &k->cfg, &L.lay);
+    wb_layout_get(&k->fmt, &k->cfg, t->arch, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
         return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");

@@ -32,6 +32,16 @@
  * 10..12 (kind::f16: f16 0, bf16 1; kind::i8: s8 1; kind::f8f6f4: e4m3 0, e5m2 1), both K-major (bits
  * 15, 16 zero), N >> 3 in bits 17..22, M >> 4 in bits 24..28.
  *
+ * s8 x s8 where the target has no kind::i8 (sm_103a, layout tc_wide): both operands are widened exactly
+ * to f16 and multiplied by kind::f16 with f32 sums. A k128 tile of codes is then two k64 halves of
+ * 16-bit values: each thread widens its 16 code registers into 32 and stores them into the two halves
+ * of weight tile kt & 1, and the block widens the stage's 8-bit activation tile into the two halves of
+ * 16-bit activation tile kt & 1 (tc_x_off, read by the MMAs of tile kt while tile kt + 1 is made), each
+ * half swizzled as above; eight k16 MMAs a tile. Exactness: every code and every product (|p| <= 2^14)
+ * is exact, and the f32 sums are exact while they stay integers below 2^24, which K <= 1024 guarantees
+ * for any codes (K x 2^14 <= 2^24); past that each addition rounds to f32 (24 significant bits), where
+ * the s32 sums of mma.sync stay exact (docs/architecture.md).
+ *
  * No Blackwell GPU was available to this project: these kernels are assembled by ptxas for sm_100a
  * and sm_103a and executed by the CPU interpreter of the tests (tests/test_w8a8_cpu.c), which models
  * the instructions from the PTX ISA; they have not run on hardware. */
@@ -40,6 +50,72 @@
 #include <string.h>
 
 enum { TC_STEPS = 4, TC_TILE = WB_TC_M * 128 };
+
+/* s8 x s8 widened to f16 (sm_103a, L->lay.tc_wide) */
+static int wide(const lw *L) { return L->lay.tc_wide; }
+
+/* A word of four s8 codes -> two f16 pairs (codes 0, 1 and 2, 3), exactly: each biased byte (c + 128)
+ * under the exponent byte 0x64 is the f16 1024 + c + 128, and one fma takes 1152 away. */
+static void widen_word(lw *L, wb_reg w, wb_reg magic, wb_reg one, wb_reg off, wb_reg out[2])
+{
+    wb_reg x = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(w), wb_hex(0x80808080u));
+    static const uint32_t sel[2] = {0x4140, 0x4342};
+    for (int h = 0; h < 2; h++) {
+        wb_reg p = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(p), wb_r(x), wb_r(magic), wb_hex(sel[h]));
+        out[h] = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_FMA_X2, "f16x2", 4, wb_r(out[h]), wb_r(p), wb_r(one), wb_r(off));
+    }
+}
+
+/* The constants of widen_word: 0x64 bytes, f16 pairs of 1 and of -1152. */
+static void widen_consts(lw *L, wb_reg k[3])
+{
+    k[0] = mov(L, "b32", WB_RC_B32, wb_hex(0x64646464u));
+    k[1] = mov(L, "b32", WB_RC_B32, wb_hex(0x3C003C00u));
+    k[2] = mov(L, "b32", WB_RC_B32, wb_hex(0xE480E480u));
+}
+
+/* The block widens the read stage's 8-bit activation tile (bm rows of 128 bytes, chunk c of row r at
+ * (c ^ (r & 7)) * 16) into 16-bit activation tile buf: chunk c (k 16c .. 16c + 15) becomes 16-bit
+ * chunks 2 (c % 4) and 2 (c % 4) + 1 of half c / 4, swizzled the same way. One item: one chunk. */
+static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
+{
+    int bm = L->lay.bm, threads = L->lay.threads, items = bm * 8;
+    wb_reg xbase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(2 * bm * 128), wb_r(L->smem));
+    xbase = addi(L, xbase, L->lay.tc_x_off);
+    wb_reg src0 = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
+    for (int i = 0; i * threads < items; i++) {
+        wb_reg id = addi(L, L->tid, (int64_t)i * threads), valid = {-1};
+        if ((i + 1) * threads > items) {
+            valid = wb_new_reg(L->f, WB_RC_PRED);
+            wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(valid), wb_r(id), wb_imm(items));
+        }
+        wb_reg c = andi(L, id, 7), r = shri(L, id, 3), r7 = andi(L, r, 7);
+        wb_reg row = muli(L, r, 128);
+        wb_reg src = add(L, add(L, src0, row), muli(L, op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(r7)), 16));
+        wb_reg w[4];
+        for (int j = 0; j < 4; j++)
+            w[j] = mov(L, "u32", WB_RC_B32, wb_imm(0));
+        wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(src));
+        if (valid.id >= 0)
+            wb_guard_last(L->f, valid, 0);
+        wb_reg v[8];
+        for (int j = 0; j < 4; j++)
+            widen_word(L, w[j], k[0], k[1], k[2], &v[2 * j]);
+        /* half c / 4 at xbase + (c / 4) * bm * 128 + row; 16-bit chunk 2 (c % 4) + e */
+        wb_reg dst = add(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, c, 2)), wb_imm(bm * 128), wb_r(xbase)),
+                         row);
+        wb_reg j0 = muli(L, andi(L, c, 3), 2);
+        for (int e = 0; e < 2; e++) {
+            wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, j0, e)), wb_r(r7));
+            wb_emit(L->f, WB_OP_ST_SHARED_V4, NULL, 5, wb_r(add(L, dst, muli(L, sw, 16))), wb_r(v[4 * e]),
+                    wb_r(v[4 * e + 1]), wb_r(v[4 * e + 2]), wb_r(v[4 * e + 3]));
+            if (valid.id >= 0)
+                wb_guard_last(L->f, valid, 0);
+        }
+    }
+}
 
 /* TMEM columns to allocate: a power of two from 32 that holds the block's tokens (one f32 column each). */
 static int tmem_cols(const lw *L)
@@ -82,7 +158,9 @@ void wb_tc_setup(lw *L)
     wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(L->tmem), wb_r(tslot));
     L->desc_hi = desc_hi(L);
     uint32_t d = 1, a = !strcmp(L->T, "bf16"), b = a; /* kind::f16: f32 sums, f16 (0) or bf16 (1) */
-    if (L->w8a8 && !L->a8_float) /* kind::i8: s32 sums, s8 (1) x s8 */
+    if (wide(L)) /* s8 widened: kind::f16, f16 x f16 */
+        a = b = 0;
+    else if (L->w8a8 && !L->a8_float) /* kind::i8: s32 sums, s8 (1) x s8 */
         d = 2, a = b = 1;
     else if (L->a8_float) /* kind::f8f6f4: e4m3 (0) or e5m2 (1); int4 weights go in as e4m3 */
         a = !L->w4_f8 && L->fmt->w.ebits == 5, b = L->fmt->a.ebits == 5;
@@ -96,6 +174,15 @@ void wb_tc_setup(lw *L)
     wb_reg base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(L->smem));
     L->tc_arow = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(4), wb_r(base)),
                       L->lay.tc_a_off);
+    if (wide(L)) { /* 8 bytes of f16 a code register: byte 8 (tig & 1) of 16-bit chunk 2u + (tig >> 1) */
+        L->tc_arow = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, L->tig, 1)), wb_imm(8), wb_r(base)),
+                          L->lay.tc_a_off);
+        wb_reg g2 = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->gid), wb_r(shri(L, L->tig, 1)));
+        for (int u = 0; u < 4; u++) /* (2u + t2) ^ gid = 2u ^ (t2 ^ gid): 2u has no bit 0 */
+            L->tc_xor[u] = op2(L, WB_OP_SHL, "b32", WB_RC_B32,
+                               wb_r(op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(g2), wb_imm(2 * u))), wb_imm(4));
+        return;
+    }
     for (int c = 0; c < 8; c++)
         L->tc_xor[c] = op2(L, WB_OP_SHL, "b32", WB_RC_B32,
                            wb_r(op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->gid), wb_imm(c))), wb_imm(4));
@@ -124,18 +211,28 @@ void wb_tc_top(lw *L)
 /* The activation tile of the read stage as the MMA's B: one descriptor per k16 step. */
 void wb_tc_frag_desc(lw *L, int value)
 {
-    wb_reg *d = value_regs(L, value, TC_STEPS);
+    int halves = wide(L) ? 2 : 1;
+    wb_reg *d = value_regs(L, value, halves * TC_STEPS);
     if (!d)
         return;
-    wb_reg lo = smem_desc_lo(L, addi(L, add(L, L->smem, L->ro), L->lay.a_off));
-    for (int step = 0; step < TC_STEPS; step++) {
-        d[step] = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+    for (int h = 0; h < halves; h++) {
+        /* widened s8: half h of 16-bit activation tile kt & 1 (widen_acts) */
+        wb_reg at = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
+        if (wide(L))
+            at = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, L->kt, 1)), wb_imm(2 * L->lay.bm * 128),
+                             wb_r(L->smem)),
+                      L->lay.tc_x_off + h * L->lay.bm * 128);
+        wb_reg lo = smem_desc_lo(L, at);
+        for (int step = 0; step < TC_STEPS; step++) {
+            wb_reg *x = &d[h * TC_STEPS + step];
+            *x = wb_new_reg(L->f, WB_RC_B64);
+            wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(*x), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+        }
     }
 }
 
 /* The tcgen05.mma kind: f16 (16-bit activations), i8 or f8f6f4 (W8A8). */
-static const char *tc_kind(const lw *L) { return !L->w8a8 ? "f16" : L->a8_float ? "f8f6f4" : "i8"; }
+static const char *tc_kind(const lw *L) { return !L->w8a8 || wide(L) ? "f16" : L->a8_float ? "f8f6f4" : "i8"; }
 
 /* The tile's 16 registers a into weight tile kt & 1, then thread 0 issues the tile's MMAs into TMEM and
  * commits them to mbarrier kt & 1. Register i holds 4 bytes of row gid + 8 (i & 1), 16-byte chunk i / 2,
@@ -146,6 +243,9 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
 {
     char wn[8], an[8];
     const char *types = !L->w8a8 ? wb_arena_printf(L->f->arena, "%s x %s -> f32", L->T, L->T)
+                        : wide(L) ? wb_arena_printf(L->f->arena, "%s x s8 widened exactly to f16 x f16 -> f32 (%s has "
+                                                                 "no kind::i8; exact sums for K <= 1024, f32 rounding "
+                                                                 "past that)", wb_gemm_mma_w_type(L, wn), L->t->name)
                         : wb_arena_printf(L->f->arena, "%s x %s -> %s", wb_gemm_mma_w_type(L, wn),
                                           wb_type_name(L->fmt->a, an), L->a8_float ? "f32" : "s32");
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
@@ -153,29 +253,50 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
                                                  "through a swizzled shared tile; B: the activation tile; D in "
                                                  "tensor memory)",
                                     types ? types : "?", tc_kind(L), WB_TC_M, L->lay.bm,
-                                    L->w8a8 ? "code words of the" : "dequantized")));
+                                    wide(L) ? "widened code words of the" : L->w8a8 ? "code words of the" : "dequantized")));
     wb_reg buf = andi(L, L->kt, 1);
-    wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->tc_arow));
-    for (int i = 0; i < 16; i++) {
-        wb_reg at = add(L, addi(L, tile, (i & 1) * 1024), L->tc_xor[i >> 1]);
-        wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[i]));
+    int halves = wide(L) ? 2 : 1;
+    if (wide(L)) {
+        /* register i = 8 c + 4 s + j (k 64 c + 32 s + 16 (j >> 1) + 4 tig.., row gid + 8 (j & 1)): 8 bytes
+         * of f16 into half c of weight tile buf, row gid + 8 (j & 1), 16-bit chunk 2 (2 s + (j >> 1)) +
+         * (tig >> 1), byte 8 (tig & 1) */
+        wb_reg k[3];
+        widen_consts(L, k);
+        widen_acts(L, buf, k);
+        wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(2 * TC_TILE), wb_r(L->tc_arow));
+        for (int i = 0; i < 16; i++) {
+            int c = i >> 3, s = (i >> 2) & 1, j = i & 3;
+            wb_reg v[2];
+            widen_word(L, a[i], k[0], k[1], k[2], v);
+            wb_reg at = add(L, addi(L, tile, c * TC_TILE + (j & 1) * 1024), L->tc_xor[2 * s + (j >> 1)]);
+            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(v[0]));
+            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(addi(L, at, 4)), wb_r(v[1]));
+        }
+    } else {
+        wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->tc_arow));
+        for (int i = 0; i < 16; i++) {
+            wb_reg at = add(L, addi(L, tile, (i & 1) * 1024), L->tc_xor[i >> 1]);
+            wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[i]));
+        }
     }
     /* into the async proxy: these stores, and this thread's earlier ones into the stage's 16-bit
-     * activation tile (fp4 activations, lower_act4.c) */
+     * activation tile (fp4 activations, lower_act4.c; widened s8, above) */
     wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
     wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
     wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
     wb_reg pacc = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(pacc), wb_r(L->kt), wb_imm(0));
-    wb_reg abase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(TC_TILE), wb_r(L->smem));
-    wb_reg alo = smem_desc_lo(L, addi(L, abase, L->lay.tc_a_off));
-    for (int step = 0; step < TC_STEPS; step++) {
-        wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));
-        wb_emit(L->f, WB_OP_TC_MMA, tc_kind(L), 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[step]), wb_r(L->tc_idesc),
-                wb_r(step ? L->ptrue : pacc));
-        wb_guard_last(L->f, L->elected, 0);
+    wb_reg abase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(halves * TC_TILE), wb_r(L->smem));
+    for (int h = 0; h < halves; h++) {
+        wb_reg alo = smem_desc_lo(L, addi(L, abase, L->lay.tc_a_off + h * TC_TILE));
+        for (int step = 0; step < TC_STEPS; step++) {
+            wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
+            wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));
+            wb_emit(L->f, WB_OP_TC_MMA, tc_kind(L), 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[h * TC_STEPS + step]),
+                    wb_r(L->tc_idesc), wb_r(h || step ? L->ptrue : pacc));
+            wb_guard_last(L->f, L->elected, 0);
+        }
     }
     wb_emit(L->f, WB_OP_TC_COMMIT, NULL, 1,
             wb_r(op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(8), wb_r(L->mbar))));
@@ -204,7 +325,7 @@ void wb_tc_epilogue(lw *L)
         wscale = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale), wb_r(addr64(L, L->chan, ch, 4)));
     }
-    int s32 = L->w8a8 && !L->a8_float;
+    int s32 = L->w8a8 && !L->a8_float && !wide(L);
     wb_reg global = wb_gemm_tensor_scale(L); /* fp4 activations */
     int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
     /* TMEM address: lane in the high half, column in the low half */

@@ -202,7 +202,7 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
     if (st)
         return st;
     wb_launch_dims d;
-    if ((st = wb_kernel_dims(&layer->f, &cfg, m, layer->n, layer->k, &d)))
+    if ((st = wb_kernel_dims(&layer->f, layer->arch, &cfg, m, layer->n, layer->k, &d)))
         return st;
     /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with TMA loads
      * the map of the activations (M x K, boxes of the block's tokens x 64), or with quantized

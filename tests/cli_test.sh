@@ -83,8 +83,15 @@ expect 2 "tcgen05 with s4 activations is refused" "s4 activations run on mma.syn
 if expect 0 "int8 on tcgen05 (sm_100a): kind::i8" "" -- $W ptx int8 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::i8' "$tmp/out" || fail "int8 on sm_100a tcgen05: no kind::i8"
 fi
-expect 2 "int8 on tcgen05 (sm_103a) is refused: no kind::i8" "sm_103a has no tcgen05.mma kind::i8" \
-    -- $W ptx int8 --arch sm_103a --mma tcgen05
+# sm_103a has no kind::i8: s8 x s8 widened to f16 on kind::f16 when forced, the legacy mma.sync by default
+if expect 0 "int8 on tcgen05 (sm_103a): widened to f16, kind::f16" "" -- $W ptx int8 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "int8 on sm_103a tcgen05: no kind::f16"
+    grep -q '^[^/]*kind::i8' "$tmp/out" && fail "int8 on sm_103a tcgen05: kind::i8 emitted"
+    grep -q 'widened exactly to f16.*K <= 1024' "$tmp/out" || fail "int8 on sm_103a tcgen05: the rule does not say widened and its bound"
+fi
+if expect 0 "int8 on sm_103a by default: the legacy mma.sync, and why" "" -- $W ptx int8 --arch sm_103a --m 300 --n 256 --k 1024; then
+    grep -q 'legacy INT8 path and the default.*--mma tcgen05 widens' "$tmp/out" || fail "int8 on sm_103a: the annotation does not say which path and why"
+fi
 if expect 0 "fp8 on tcgen05 (sm_103a): kind::f8f6f4" "" -- $W ptx fp8 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::f8f6f4' "$tmp/out" || fail "fp8 on sm_103a tcgen05: no kind::f8f6f4"
 fi

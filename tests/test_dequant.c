@@ -217,7 +217,7 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
     fn.target = md->target;
     wb_layout lay;
     wb_config cfg = {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .stages = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_SYNC};
-    wb_layout_get(&f, &cfg, &lay);
+    wb_layout_get(&f, &cfg, WB_ARCH_SM90A, &lay);
     int gpc = lay.groups_per_chunk;
     wb_reg words[8], recs[16], out[16];
     for (int i = 0; i < bits; i++)
@@ -510,7 +510,7 @@ static void check_every_scale(const char *spec)
     wb_codes_get(4, &cs);
     wb_layout lay;
     wb_config cfg = {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .stages = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_SYNC};
-    wb_layout_get(&f, &cfg, &lay);
+    wb_layout_get(&f, &cfg, WB_ARCH_SM90A, &lay);
     int gpc = lay.groups_per_chunk;
     wb_arena *arena = wb_arena_create();
     wb_func fn[2];

@@ -720,7 +720,7 @@ START_TEST(config_choice_and_shape_rules)
         ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
         free(ptx);
         wb_launch_dims d;
-        ck_assert_int_eq(wb_kernel_dims(&f, &c, m, 4096, 4096, &d), WB_OK);
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, m, 4096, 4096, &d), WB_OK);
         ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 4096u);
         ck_assert_uint_ge(d.grid[1] * 8u * (unsigned)c.m_tiles, (unsigned)m);
     }
@@ -766,7 +766,7 @@ START_TEST(config_choice_and_shape_rules)
     }
     ck_assert_int_eq(wb_config_choose(&i8, WB_ARCH_SM90A, 1, 8192, 8192, &d8), WB_OK);
     wb_launch_dims dd; /* int8: 256 blocks of 8 warps, two an SM by shared memory and threads */
-    ck_assert_int_eq(wb_kernel_dims(&i8, &d8, 1, 8192, 8192, &dd), WB_OK);
+    ck_assert_int_eq(wb_kernel_dims(&i8, WB_ARCH_SM90A, &d8, 1, 8192, 8192, &dd), WB_OK);
     ck_assert_int_eq(dd.grid[0] * dd.grid[1], 256);
     ck_assert_uint_le(2 * dd.smem_bytes, wb_target_get(WB_ARCH_SM90A)->smem_max);
     ck_assert_uint_le(2 * dd.block[0], 2048);
@@ -907,20 +907,23 @@ END_TEST
 
 /* --mma tcgen05 (issue 5's matrix): the kind each format takes on sm_100a and sm_103a, one MMA issued
  * per k step by thread 0 and nothing else tensor-wise (no mma.sync, no wgmma); kind::i8 never on sm_103a
- * (its int8 is refused there and stays on the legacy mma.sync by default); the default stays mma.sync. */
+ * (its s8 x s8 is widened to f16 on kind::f16 there: eight k16 MMAs a k128 tile; the legacy mma.sync
+ * stays the default); the default stays mma.sync. */
 START_TEST(tcgen05_per_architecture)
 {
     static const struct {
         const char *spec, *kind100, *kind103; /* NULL: refused */
+        int mmas103;                          /* MMAs a tile on sm_103a */
     } cases[] = {
-        {"w4a16", "kind::f16", "kind::f16"},
-        {"a=bf16,w=e3m3,ws=e5m2,g=64", "kind::f16", "kind::f16"},
-        {"nvfp4", "kind::f16", "kind::f16"},
-        {"int8", "kind::i8", NULL},
-        {"fp8", "kind::f8f6f4", "kind::f8f6f4"},
-        {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4"},
-        {"fp8-block", NULL, NULL},
-        {"w4a4-int4", NULL, NULL},
+        {"w4a16", "kind::f16", "kind::f16", 4},
+        {"a=bf16,w=e3m3,ws=e5m2,g=64", "kind::f16", "kind::f16", 4},
+        {"nvfp4", "kind::f16", "kind::f16", 4},
+        {"int8", "kind::i8", "kind::f16", 8},
+        {"a=s8,w=int4,ws=f32,g=0", "kind::i8", "kind::f16", 8},
+        {"fp8", "kind::f8f6f4", "kind::f8f6f4", 4},
+        {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4", 4},
+        {"fp8-block", NULL, NULL, 0},
+        {"w4a4-int4", NULL, NULL, 0},
     };
     static const wb_arch archs[] = {WB_ARCH_SM100A, WB_ARCH_SM103A};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -934,9 +937,10 @@ START_TEST(tcgen05_per_architecture)
                 continue;
             char want[64];
             snprintf(want, sizeof want, "tcgen05.mma.cta_group::1.%s ", kind);
-            ck_assert_msg(count_of(ptx, want) == 4, "%s on %s: %d x %s", cases[i].spec, wb_arch_name(archs[a]),
+            int mmas = a ? cases[i].mmas103 : 4;
+            ck_assert_msg(count_of(ptx, want) == mmas, "%s on %s: %d x %s", cases[i].spec, wb_arch_name(archs[a]),
                           count_of(ptx, want), want);
-            ck_assert_int_eq(count_of(ptx, "tcgen05.mma"), 4);
+            ck_assert_int_eq(count_of(ptx, "tcgen05.mma"), mmas);
             ck_assert_int_eq(count_of(ptx, "tcgen05.commit"), 1);
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "wgmma"));

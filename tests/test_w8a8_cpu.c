@@ -1231,7 +1231,7 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
 {
     const wb_func *fn = &b->fn;
     wb_launch_dims dims;
-    ck_assert_int_eq(wb_kernel_dims(&b->f, &b->cfg, m, n, k, &dims), WB_OK);
+    ck_assert_int_eq(wb_kernel_dims(&b->f, fn->target->arch, &b->cfg, m, n, k, &dims), WB_OK);
     emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs,
              .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0};
     ck_assert(nbufs <= MAX_BUFS);
@@ -1847,6 +1847,12 @@ START_TEST(tcgen05_kernel_matches_reference)
              (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 5});
     run_case("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 64, 128, 512, (wb_config){.mma = WB_MMA_TCGEN05});
     run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM100A, 20, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 2});
+    /* sm_103a (no kind::i8): s8 x s8 and W4A8 s8 widened exactly to f16 on kind::f16, two k64 halves a
+     * tile; the f32 sums of integers stay exact here, so the output is checked bit for bit */
+    run_case("int8", WB_ARCH_SM103A, 100, 256, 1024, (wb_config){.mma = WB_MMA_TCGEN05});
+    run_case("int8,bias=1,out=f16", WB_ARCH_SM103A, 7, 128, 128, (wb_config){.mma = WB_MMA_TCGEN05, .stages = 3});
+    run_case("int8", WB_ARCH_SM103A, 130, 128, 2048, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 16, .stages = 3});
+    run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM103A, 37, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8});
     /* fp4 activations made a 16-bit tile by the block (lower_act4.c), then kind::f16; tensor scales */
     run_case_fp4("nvfp4", WB_ARCH_SM100A, 100, 256, 512, (wb_config){.mma = WB_MMA_TCGEN05});
     run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 256,

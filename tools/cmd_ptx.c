@@ -222,7 +222,7 @@ static int check_one(const cli_args *a, const wb_format *f, const char *spec, co
         return rc;
     wb_launch_dims d;
     memset(&d, 0, sizeof d);
-    wb_status s = wb_kernel_dims(f, &p->cfg, p->m_first, a->n, a->k, &d);
+    wb_status s = wb_kernel_dims(f, a->arch, &p->cfg, p->m_first, a->n, a->k, &d);
     if (s != WB_OK) {
         free(ptx);
         return cli_lib_fail(s, "wb_kernel_dims");
