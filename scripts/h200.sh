@@ -4,7 +4,7 @@
 #                                       tests/gpu/), the examples, compute-sanitizer on a small run,
 #                                       `warble run` against numpy, `warble quant --device` (quant_check)
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
-#   scripts/h200.sh decode              bench/ab_picks.sh (the heuristic's decode picks beside the old
+#   scripts/h200.sh decode [validate]   (the selftest at M = 1 and 16 first,) bench/ab_picks.sh (the heuristic's decode picks beside the old
 #                                       ones), the suite at M = 1, 16 with the copy ceiling, the weight
 #                                       types at M = 1
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
@@ -43,6 +43,11 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   exit 0
 fi
 if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suite at M = 1, 16 and the weight types
+  if [ "$quick" = validate ]; then # first the selftest's M = 1 and 16 cases (the decode kernels), into the ledger
+    cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+    { time step 240 build/warble selftest --m 1,16 --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+    echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  fi
   OUT=$OUT step 200 bash bench/ab_picks.sh
   PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --copy-ceiling \
     --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 ||
