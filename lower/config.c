@@ -163,6 +163,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     wb_status ks = wb_legalize_k_slices(c);
     if (ks)
         return ks;
+    const wb_config asked = *c;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
@@ -205,6 +206,21 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
                                   (decode && n / (16 * c->warps_n) * mblocks * 10 < 19 * t->sm_count_hint)))
             c->warps_n /= 2;
+        /* one m-tile, under two blocks an SM: two warps along N only where the SMs hold the wave's blocks
+         * and no more. Where their stages leave room for another block (the narrow int2 and int3, with
+         * 3 to 5 stages), the next kernel's blocks come in early and run beside them: 33 to 35% slower
+         * than one warp at M = 1 on 8192 x 8192 (H100, docs/perf.md) */
+        int64_t blocks2 = n / 32 * mblocks;
+        if (decode && c->m_tiles == 1 && c->warps_n == 2 && blocks2 < 2 * t->sm_count_hint) {
+            wb_config two = asked;
+            two.warps_n = 2;
+            int64_t wave = (blocks2 + t->sm_count_hint - 1) / t->sm_count_hint;
+            if (wb_config_choose(f, arch, m, n, k, &two) == WB_OK && resident_blocks(t, f, &two) <= wave) {
+                *c = two;
+                return WB_OK;
+            }
+            c->warps_n = 1;
+        }
     }
     if (!c->warps_k) {
         /* split each block's K among warps: a decode GEMM is bound by the latency of each warp's

@@ -753,6 +753,15 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
     ck_assert_int_eq(d16.warps_k, 4);
     ck_assert_int_eq(d16.k_slices, 1); /* two m-tiles: split K alone (config.c) */
+    /* one m-tile, 256 blocks of two warps along N only where no third block fits an SM beside them:
+     * int4 and int5 take two, int2 (smaller stages) one */
+    const char *wn_of[][2] = {{"w4a16", "2"}, {"a=f16,w=int5,g=128", "2"}, {"a=f16,w=int2,g=128", "1"}};
+    for (int i = 0; i < 3; i++) {
+        wb_format g = fmt(wn_of[i][0]);
+        wb_config d = {0};
+        ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, 8192, 8192, &d), WB_OK);
+        ck_assert_msg(d.warps_n == atoi(wn_of[i][1]), "%s: wn=%d", wn_of[i][0], d.warps_n);
+    }
     /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
      * where 4 would pass it: 28672 x 4096), and not doubled past it */
     struct { int64_t n, k; int wn, wk; } d2[] = {{8192, 8192, 2, 4}, {28672, 4096, 2, 2}, {4096, 14336, 1, 8},
