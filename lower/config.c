@@ -122,7 +122,10 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
             mt *= 2;
         while (mt > 2 && n / WB_TC_M * ((m + 8 * mt - 1) / (8 * mt)) < t->sm_count_hint)
             mt /= 2;
-        /* ... and that leaves room for 3 stages (s8 widened to f16 keeps 16-bit copies of both tiles) */
+        /* ... at most 128 tokens with W8A8 groups (their f32 sums are in registers), and room for 3
+         * stages (s8 widened to f16 keeps 16-bit copies of both tiles) */
+        if (wb_format_w8a8(f) && (f->g || f->ag) && mt > 16)
+            mt = 16;
         for (;; mt /= 2) {
             wb_config three = *c;
             three.m_tiles = mt, three.stages = 3;

@@ -76,6 +76,9 @@ typedef struct lw {
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
     wb_reg tmem, tc_idesc;             /* tc: the accumulator's TMEM address, the instruction descriptor */
     wb_reg tc_arow, tc_xor[8];         /* tc: this thread's row of the weight tile, chunk offsets */
+    wb_reg tc_ch, tc_lane, tc_tok0;    /* tc: this thread's channel (TMEM lane), its TMEM address (lane,
+                                          first column of its half), its first token */
+    wb_reg *tc_sums;                   /* tc, grouped W8A8: the f32 sums of its tokens, in registers */
     int bs;                            /* fp4 x fp4 on the block-scaled MMA: its scale_vec (lower_block.c) */
     struct block *block;               /* bs: the activation scale words and their addresses */
 } lw;

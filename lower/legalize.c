@@ -185,9 +185,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         int fp8 = wb_format_w8a8_fp8(f), kind = fp8 ? WB_ISA_TC05_F8F6F4 : WB_ISA_TC05_I8;
         if (wb_isa_get(t->arch, kind) != WB_ISA_NATIVE && (fp8 || wb_isa_get(t->arch, WB_ISA_TC05_F16) != WB_ISA_NATIVE))
             return wb_fail(WB_ERR_UNSUPPORTED, "%s has no %s", t->name, wb_isa_name(kind));
-        if (f->g || f->ag)
-            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 with 8-bit activations is built for scales per channel "
-                                               "and per token (g=0, ag=0) in this build (got g=%d, ag=%d)", f->g, f->ag);
+        if ((f->g || f->ag) && c->m_tiles > 16)
+            return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 with scales per group along K (g=%d, ag=%d) needs m_tiles "
+                                               "16 or fewer (each thread holds the f32 sums of half the block's "
+                                               "tokens; got %d)", f->g, f->ag, c->m_tiles);
     }
     if (wb_format_w4a4(f) && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "

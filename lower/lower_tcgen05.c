@@ -117,13 +117,56 @@ static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
     }
 }
 
-/* TMEM columns to allocate: a power of two from 32 that holds the block's tokens (one f32 column each). */
+/* TMEM columns to allocate: a power of two from 32 that holds the block's tokens (one f32 column each),
+ * twice for grouped W8A8 (a tile's product in buffer tile & 1). */
 static int tmem_cols(const lw *L)
 {
     int c = 32;
-    while (c < L->lay.bm)
+    while (c < L->lay.bm * (L->grouped ? 2 : 1))
         c *= 2;
     return c;
+}
+
+/* Grouped W8A8 (scales per group of K on the weights, g, or the activations, ag; both multiples of 128,
+ * so a k128 tile lies in one group of each): the MMAs of tile t write its product, fresh, into TMEM
+ * buffer t & 1 (bm columns), and once they are complete (two iterations later, or after the loop)
+ * every thread reads its lane of its half of the columns, multiplies each value by the tile's weight
+ * scale of its channel and activation scale of the column's token, and adds it to its f32 sums. */
+static void promote(lw *L, wb_reg tile)
+{
+    int cols = L->lay.bm / 2, s32 = !L->a8_float && !L->lay.tc_wide;
+    wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
+    wb_reg k0 = muli(L, tile, L->lay.slice_k), wsc = {-1}, gi = {-1};
+    if (L->fmt->g) { /* p_scale: [K/g][N] f32 */
+        wsc = wb_new_reg(L->f, WB_RC_F32);
+        wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(divi(L, k0, L->fmt->g)), wb_r(L->n), wb_r(L->tc_ch));
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wsc), wb_r(addr64(L, L->s, idx, 4)));
+    }
+    if (L->fmt->ag)
+        gi = divi(L, k0, L->fmt->ag);
+    wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, tile, 1)), wb_imm(L->lay.bm), wb_r(L->tc_lane));
+    for (int c0 = 0; c0 < cols; c0 += 8) {
+        wb_reg v[8];
+        for (int i = 0; i < 8; i++)
+            v[i] = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
+        wb_emit(L->f, WB_OP_TC_LD_X8, NULL, 9, wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]), wb_r(v[4]), wb_r(v[5]),
+                wb_r(v[6]), wb_r(v[7]), wb_r(addi(L, at, c0)));
+        wb_emit(L->f, WB_OP_TC_WAIT_LD, NULL, 0);
+        for (int i = 0; i < 8; i++) {
+            wb_reg f = wsc;
+            if (L->fmt->ag) { /* p_ascale: [M][K/ag] f32; a token past M keeps 0 (never stored) */
+                wb_reg tok = addi(L, L->tc_tok0, c0 + i), in = wb_new_reg(L->f, WB_RC_PRED);
+                wb_reg as = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+                wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(tok), wb_r(L->m));
+                wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->kag), wb_r(gi));
+                wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, idx, 4)));
+                wb_guard_last(L->f, in, 0);
+                f = L->fmt->g ? op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(wsc), wb_r(as)) : as;
+            }
+            wb_reg part = s32 ? cvt(L, "rn.f32.s32", WB_RC_F32, v[i]) : v[i];
+            wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(L->tc_sums[c0 + i]), wb_r(part), wb_r(f), wb_r(L->tc_sums[c0 + i]));
+        }
+    }
 }
 
 /* The descriptors' high word: stride 1024 bytes between 8-row groups, the fixed 0b001, 128B swizzle. */
@@ -156,6 +199,22 @@ void wb_tc_setup(lw *L)
     wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
     L->tmem = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(L->tmem), wb_r(tslot));
+    /* the thread's TMEM lane (its channel) and half of the token columns: warp w reads lanes 32 (w % 4)..
+     * and the columns of half w / 4 */
+    wb_reg warp = shri(L, L->tid, 5), quarter = andi(L, warp, 3), half = shri(L, warp, 2);
+    wb_reg lane_row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(quarter), wb_imm(32), wb_r(L->lane));
+    L->tc_ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(lane_row));
+    wb_reg col0 = muli(L, half, L->lay.bm / 2);
+    L->tc_lane = add(L, add(L, L->tmem, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(quarter), wb_imm(21))), col0);
+    L->tc_tok0 = add(L, L->m0, col0);
+    if (L->grouped) {
+        L->tc_sums = wb_arena_alloc(L->f->arena, (size_t)(L->lay.bm / 2) * sizeof *L->tc_sums);
+        for (int i = 0; L->tc_sums && i < L->lay.bm / 2; i++)
+            L->tc_sums[i] = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+        L->f->oom |= !L->tc_sums;
+        L->pfalse = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->pfalse), wb_r(L->tid), wb_hex(0xFFFFFFFFu));
+    }
     L->desc_hi = desc_hi(L);
     uint32_t d = 1, a = !strcmp(L->T, "bf16"), b = a; /* kind::f16: f32 sums, f16 (0) or bf16 (1) */
     if (wide(L)) /* s8 widened: kind::f16, f16 x f16 */
@@ -205,6 +264,8 @@ void wb_tc_top(lw *L)
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(early), wb_r(L->kt), wb_imm(2));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(early), wb_text(skip));
     wb_tc_wait_tile(L, addi(L, L->kt, -2));
+    if (L->grouped) /* its product, in the buffer this iteration's MMAs write */
+        promote(L, addi(L, L->kt, -2));
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
@@ -285,15 +346,21 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
     wb_emit(L->f, WB_OP_TC_FENCE_BEFORE, NULL, 0);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
     wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
-    wb_reg pacc = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(pacc), wb_r(L->kt), wb_imm(0));
+    /* the first step starts the sums (kt = 0), or, grouped, the tile's own product in buffer kt & 1 */
+    wb_reg pacc = L->pfalse, dacc = L->tmem;
+    if (L->grouped) {
+        dacc = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(L->lay.bm), wb_r(L->tmem));
+    } else {
+        pacc = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(pacc), wb_r(L->kt), wb_imm(0));
+    }
     wb_reg abase = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(halves * TC_TILE), wb_r(L->smem));
     for (int h = 0; h < halves; h++) {
         wb_reg alo = smem_desc_lo(L, addi(L, abase, L->lay.tc_a_off + h * TC_TILE));
         for (int step = 0; step < TC_STEPS; step++) {
             wb_reg ad = wb_new_reg(L->f, WB_RC_B64);
             wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(ad), wb_r(addi(L, alo, 2 * step)), wb_r(L->desc_hi));
-            wb_emit(L->f, WB_OP_TC_MMA, tc_kind(L), 5, wb_r(L->tmem), wb_r(ad), wb_r(bdesc[h * TC_STEPS + step]),
+            wb_emit(L->f, WB_OP_TC_MMA, tc_kind(L), 5, wb_r(dacc), wb_r(ad), wb_r(bdesc[h * TC_STEPS + step]),
                     wb_r(L->tc_idesc), wb_r(h || step ? L->ptrue : pacc));
             wb_guard_last(L->f, L->elected, 0);
         }
@@ -311,10 +378,16 @@ void wb_tc_epilogue(lw *L)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     wb_tc_wait_tile(L, addi(L, L->nkt, -1));
     wb_emit(L->f, WB_OP_TC_FENCE_AFTER, NULL, 0);
-    wb_reg warp = shri(L, L->tid, 5), quarter = andi(L, warp, 3), half = shri(L, warp, 2);
-    wb_reg lane_row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(quarter), wb_imm(32), wb_r(L->lane));
-    wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(lane_row));
-    wb_reg bias = {-1}, wscale = {-1};
+    if (L->grouped) { /* the last two tiles' products (the loop promoted those before) */
+        wb_reg one = wb_new_reg(L->f, WB_RC_PRED);
+        const char *skip = wb_new_label(L->f, "onetile");
+        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(one), wb_r(L->nkt), wb_imm(2));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(one), wb_text(skip));
+        promote(L, addi(L, L->nkt, -2));
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        promote(L, addi(L, L->nkt, -1));
+    }
+    wb_reg ch = L->tc_ch, bias = {-1}, wscale = {-1};
     /* W8A8's chan array: the N channel scales, then the N biases */
     if (L->fmt->bias) {
         bias = wb_new_reg(L->f, WB_RC_F32);
@@ -325,22 +398,23 @@ void wb_tc_epilogue(lw *L)
         wscale = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale), wb_r(addr64(L, L->chan, ch, 4)));
     }
-    int s32 = L->w8a8 && !L->a8_float && !wide(L);
+    int s32 = L->w8a8 && !L->a8_float && !wide(L) && !L->grouped;
     wb_reg global = wb_gemm_tensor_scale(L); /* fp4 activations */
     int cols = L->lay.bm / 2, chunk = cols < 32 ? cols : 32, out_bf = L->fmt->out.kind == WB_KIND_BF16;
-    /* TMEM address: lane in the high half, column in the low half */
-    wb_reg col0 = muli(L, half, cols);
-    wb_reg taddr = add(L, add(L, L->tmem, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(quarter), wb_imm(21))), col0);
-    wb_reg tok0 = add(L, L->m0, col0);
+    /* TMEM address: lane in the high half, column in the low half (grouped: the sums are in registers) */
+    wb_reg taddr = L->tc_lane, tok0 = L->tc_tok0;
     for (int c0 = 0; c0 < cols; c0 += chunk) {
         wb_reg v[32];
-        for (int j = 0; j < chunk; j += 8) {
+        for (int j = 0; L->grouped && j < chunk; j++)
+            v[j] = L->tc_sums[c0 + j];
+        for (int j = 0; !L->grouped && j < chunk; j += 8) {
             for (int i = 0; i < 8; i++)
                 v[j + i] = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
             wb_emit(L->f, WB_OP_TC_LD_X8, NULL, 9, wb_r(v[j]), wb_r(v[j + 1]), wb_r(v[j + 2]), wb_r(v[j + 3]),
                     wb_r(v[j + 4]), wb_r(v[j + 5]), wb_r(v[j + 6]), wb_r(v[j + 7]), wb_r(addi(L, taddr, c0 + j)));
         }
-        wb_emit(L->f, WB_OP_TC_WAIT_LD, NULL, 0);
+        if (!L->grouped)
+            wb_emit(L->f, WB_OP_TC_WAIT_LD, NULL, 0);
         for (int j = 0; j < chunk; j++) {
             wb_reg tok = addi(L, tok0, c0 + j), p = wb_new_reg(L->f, WB_RC_PRED);
             const char *skip = wb_new_label(L->f, "nost");

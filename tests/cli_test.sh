@@ -98,8 +98,13 @@ fi
 if expect 0 "nvfp4 on tcgen05 (sm_100a): kind::f16 on the 16-bit tile" "" -- $W ptx nvfp4 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: no kind::f16"
 fi
-expect 2 "W8A8 with groups on tcgen05 is refused" "scales per channel and per token (g=0, ag=0)" \
-    -- $W ptx fp8-block --arch sm_100a --mma tcgen05
+# W8A8 with groups: each tile's product in its own TMEM buffer (two), promoted into f32 sums in registers
+if expect 0 "fp8-block on tcgen05 (sm_100a): kind::f8f6f4, products promoted" "" -- $W ptx fp8-block --arch sm_100a --m 4096 --n 8192 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::f8f6f4' "$tmp/out" || fail "fp8-block on sm_100a tcgen05: no kind::f8f6f4"
+    grep -q 'tcgen05.alloc.*, 256;' "$tmp/out" || fail "fp8-block on sm_100a tcgen05 (128 tokens): not two TMEM buffers of 128 columns"
+fi
+expect 2 "W8A8 with groups on tcgen05 past 128 tokens is refused" "needs m_tiles 16 or fewer" \
+    -- $W ptx fp8-block --arch sm_100a --mma tcgen05 --m-tiles 32
 expect 2 "tcgen05 with 64 channels a block is refused" "needs warps_n 8 and warps_k 1" \
     -- $W ptx w4a16 --arch sm_100a --mma tcgen05 --warps-n 4
 expect 2 "tcgen05 with one m-tile is refused" "needs m_tiles 2, 4, 8, 16 or 32" \

@@ -931,7 +931,8 @@ START_TEST(tcgen05_per_architecture)
         {"a=s8,w=int4,ws=f32,g=0", "kind::i8", "kind::f16", 8},
         {"fp8", "kind::f8f6f4", "kind::f8f6f4", 4},
         {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4", 4},
-        {"fp8-block", NULL, NULL, 0},
+        {"fp8-block", "kind::f8f6f4", "kind::f8f6f4", 4},
+        {"w4a8-int8", "kind::i8", "kind::f16", 8},
         {"w4a4-int4", NULL, NULL, 0},
     };
     static const wb_arch archs[] = {WB_ARCH_SM100A, WB_ARCH_SM103A};

@@ -162,6 +162,8 @@ typedef struct emu {
      * none), per 16-byte shared chunk the record + 1 of the last MMA that read it, the records */
     uint32_t *tmem; /* f32 or s32 bits */
     int tmem_base, tmem_cols;
+    int *tc_wrote;      /* per column: the record + 1 of the last MMA that wrote it (0: none) */
+    uint8_t *tc_unread; /* per lane and column: written by an MMA, not read by tcgen05.ld since */
     int *tc_read;
     tc_rec *tc_recs;
     int ntc_recs;
@@ -530,6 +532,11 @@ static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
             for (int k = 0; k < kk; k++)
                 sum += a[m][k] * b[n][k];
             uint32_t *dst = &e->tmem[m * TC_COLS + col + n];
+            /* a fresh product (no accumulation) must not overwrite one that no thread has read yet */
+            CHECK(acc || !e->tc_unread[m * TC_COLS + col + n],
+                  "tcgen05.mma overwrites lane %d column %d, whose product no thread has read", m, col + n);
+            e->tc_unread[m * TC_COLS + col + n] = 1;
+            e->tc_wrote[col + n] = e->ntc_recs;
             if (i8) {
                 *dst = (uint32_t)(int32_t)(uint32_t)(uint64_t)(int64_t)((acc ? (double)(int32_t)*dst : 0.0) + sum);
                 continue;
@@ -552,10 +559,12 @@ static void run_tc_ld(emu *e, thread *th, int i, const wb_insn *in)
           32 * q, 32 * q + 31);
     CHECK(e->tmem_cols && col >= e->tmem_base && col + 8 <= e->tmem_base + e->tmem_cols,
           "tcgen05.ld of columns %d..%d outside the allocation", col, col + 7);
-    CHECK(th->seen_rec == e->ntc_recs, "thread %d reads tensor memory before the MMAs of commit %d are complete "
-                                       "(waited for)", i, th->seen_rec);
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < 8; j++) {
+        CHECK(th->seen_rec >= e->tc_wrote[col + j], "thread %d reads tensor memory column %d before the MMAs of "
+              "commit %d, which write it, are complete (waited for)", i, col + j, e->tc_wrote[col + j] - 1);
         th->r[o[j].v] = e->tmem[(lane + i % 32) * TC_COLS + col + j];
+        e->tc_unread[(lane + i % 32) * TC_COLS + col + j] = 0;
+    }
 }
 
 /* tcgen05.alloc / dealloc / relinquish_alloc_permit (warp-wide, .sync.aligned). alloc: a power of two
@@ -573,6 +582,10 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
         CHECK(e->tmem_cols == cols && (int)(lane_val(r[0], &o[0]) & 0xFFFF) == e->tmem_base &&
                   lane_val(r[0], &o[0]) >> 16 == 0, "tcgen05.dealloc of %d columns at 0x%x: not the allocation",
               cols, (unsigned)lane_val(r[0], &o[0]));
+        for (int l = 0; l < TC_LANES; l++) /* every product the MMAs left was read */
+            for (int c = 0; c < cols; c++)
+                CHECK(!e->tc_unread[l * TC_COLS + e->tmem_base + c],
+                      "tcgen05.dealloc: lane %d column %d holds a product no thread read", l, e->tmem_base + c);
         e->tmem_cols = 0;
         return;
     }
@@ -581,8 +594,12 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
     e->tmem_cols = cols;
     e->tmem_base = cols <= 256 ? 256 : 0;
     for (int l = 0; l < TC_LANES; l++)
-        for (int c = 0; c < cols; c++)
+        for (int c = 0; c < cols; c++) {
             e->tmem[l * TC_COLS + e->tmem_base + c] = 0x7FC00000u ^ (uint32_t)(l * 7919 + c); /* NaN, and no s32 sum */
+            e->tc_unread[l * TC_COLS + e->tmem_base + c] = 0;
+        }
+    for (int c = 0; c < cols; c++)
+        e->tc_wrote[e->tmem_base + c] = 0;
     uint32_t at = (uint32_t)e->tmem_base;
     memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
 }
@@ -1246,10 +1263,12 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     e.fences = malloc((size_t)e.nthreads * sizeof *e.fences);
     e.flight = calloc((size_t)(e.nthreads / 32), sizeof *e.flight);
     e.tmem = malloc((size_t)TC_LANES * TC_COLS * sizeof *e.tmem);
+    e.tc_wrote = calloc(TC_COLS, sizeof *e.tc_wrote);
+    e.tc_unread = calloc((size_t)TC_LANES * TC_COLS, 1);
     e.tc_read = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.tc_read);
     e.tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e.tc_recs);
     ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight && e.tmem && e.tc_read &&
-              e.tc_recs);
+              e.tc_recs && e.tc_wrote && e.tc_unread);
     for (int w = 0; w < e.nthreads / 32; w++) {
         e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
         ck_assert_ptr_nonnull(e.flight[w].chunk);
@@ -1271,7 +1290,7 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     for (int w = 0; w < e.nthreads / 32; w++)
         free(e.flight[w].chunk);
     free(e.flight), free(e.fences), free(e.written), free(e.reading);
-    free(e.tmem), free(e.tc_read), free(e.tc_recs);
+    free(e.tmem), free(e.tc_read), free(e.tc_recs), free(e.tc_wrote), free(e.tc_unread);
     free(e.t);
     free(e.smem);
     free(labels);
@@ -1858,6 +1877,14 @@ START_TEST(tcgen05_kernel_matches_reference)
     run_case("int8,bias=1,out=f16", WB_ARCH_SM103A, 7, 128, 128, (wb_config){.mma = WB_MMA_TCGEN05, .stages = 3});
     run_case("int8", WB_ARCH_SM103A, 130, 128, 2048, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 16, .stages = 3});
     run_case("a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM103A, 37, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8});
+    /* W8A8 with scales per group along K (fp8-block, W4A8 in groups, token groups): each tile's product
+     * in its own TMEM buffer, scaled into f32 sums in registers two tiles later; one tile, two, many */
+    run_case("fp8-block", WB_ARCH_SM100A, 100, 256, 1024, (wb_config){.mma = WB_MMA_TCGEN05});
+    run_case("fp8-block,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 128, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 3});
+    run_case("w4a8-fp8", WB_ARCH_SM103A, 130, 128, 256, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 16, .stages = 3});
+    run_case("w4a8-int8", WB_ARCH_SM100A, 20, 128, 640, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 2});
+    run_case("w4a8-int8", WB_ARCH_SM103A, 7, 128, 384, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 4});
+    run_case("a=s8,ag=128,w=int8,ws=f32,g=0,bias=1", WB_ARCH_SM100A, 64, 128, 512, (wb_config){.mma = WB_MMA_TCGEN05, .m_tiles = 4});
     /* fp4 activations made a 16-bit tile by the block (lower_act4.c), then kind::f16; tensor scales */
     run_case_fp4("nvfp4", WB_ARCH_SM100A, 100, 256, 512, (wb_config){.mma = WB_MMA_TCGEN05});
     run_case_fp4("nvfp4,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 256,
