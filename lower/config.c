@@ -202,7 +202,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (!c->warps_n) {
         /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM (two warps
          * along N from nearly two blocks an SM: 256 on the 132 SMs of an H100/H200, where they ran
-         * 9 to 18% faster than one at M = 1 for int5/int6 and at M = 16 for int4, docs/perf.md);
+         * 11 to 15% faster than one at M = 1 for int5, int6 and int8 and 2 to 4% at M = 16 for int4
+         * on 8192 x 8192, docs/perf.md);
          * above that, wide blocks share each activation tile among more warps (2.5x at M = 64 on the
          * H200) */
         c->warps_n = decode ? 2 : 4;
@@ -234,7 +235,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
             /* two m-tiles (9 <= M <= 16, no k-slices below): at most 24 warps per SM, the split
              * halved down to 2 to stay there (28672 x 4096 at M = 16: 2 warps 13% faster than 4) */
             int64_t blocks = n / (16 * c->warps_n) * mblocks, sms = t->sm_count_hint;
-            int cap24 = c->m_tiles > 1, per = c->warps_n * (cap24 ? 2 : 1); /* warps a block gains by doubling */
+            /* per: with the cap, the warps of the doubled split are checked, not the current one's */
+            int cap24 = c->m_tiles > 1, per = c->warps_n * (cap24 ? 2 : 1);
             for (want = 4; cap24 && want > 2 && blocks * c->warps_n * want > 24 * sms; want /= 2)
                 ;
             for (; want < 16 && c->warps_n * want < 16 && blocks * per * want < 24 * sms; want *= 2) {
