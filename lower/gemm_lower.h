@@ -253,6 +253,9 @@ void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
 /* W4A4: a word of 8 s4 codes -> s8 registers of its even codes (0, 2, 4, 6) and its odd ones */
 void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
+/* s8 x s8 on tcgen05 kind::f16: a word of four s8 codes -> two f16 pairs, exactly (k: the constants) */
+void wb_widen_s8_f16_consts(lw *L, wb_reg k[3]);
+void wb_widen_s8_f16(lw *L, wb_reg word, const wb_reg k[3], wb_reg out[2]);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 wb_reg wb_gemm_tensor_scale(lw *L);

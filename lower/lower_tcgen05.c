@@ -54,28 +54,6 @@ enum { TC_STEPS = 4, TC_TILE = WB_TC_M * 128 };
 /* s8 x s8 widened to f16 (sm_103a, L->lay.tc_wide) */
 static int wide(const lw *L) { return L->lay.tc_wide; }
 
-/* A word of four s8 codes -> two f16 pairs (codes 0, 1 and 2, 3), exactly: each biased byte (c + 128)
- * under the exponent byte 0x64 is the f16 1024 + c + 128, and one fma takes 1152 away. */
-static void widen_word(lw *L, wb_reg w, wb_reg magic, wb_reg one, wb_reg off, wb_reg out[2])
-{
-    wb_reg x = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(w), wb_hex(0x80808080u));
-    static const uint32_t sel[2] = {0x4140, 0x4342};
-    for (int h = 0; h < 2; h++) {
-        wb_reg p = wb_new_reg(L->f, WB_RC_B32);
-        wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(p), wb_r(x), wb_r(magic), wb_hex(sel[h]));
-        out[h] = wb_new_reg(L->f, WB_RC_B32);
-        wb_emit(L->f, WB_OP_FMA_X2, "f16x2", 4, wb_r(out[h]), wb_r(p), wb_r(one), wb_r(off));
-    }
-}
-
-/* The constants of widen_word: 0x64 bytes, f16 pairs of 1 and of -1152. */
-static void widen_consts(lw *L, wb_reg k[3])
-{
-    k[0] = mov(L, "b32", WB_RC_B32, wb_hex(0x64646464u));
-    k[1] = mov(L, "b32", WB_RC_B32, wb_hex(0x3C003C00u));
-    k[2] = mov(L, "b32", WB_RC_B32, wb_hex(0xE480E480u));
-}
-
 /* The block widens the read stage's 8-bit activation tile (bm rows of 128 bytes, chunk c of row r at
  * (c ^ (r & 7)) * 16) into 16-bit activation tile buf: chunk c (k 16c .. 16c + 15) becomes 16-bit
  * chunks 2 (c % 4) and 2 (c % 4) + 1 of half c / 4, swizzled the same way. One item: one chunk. */
@@ -102,7 +80,7 @@ static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
             wb_guard_last(L->f, valid, 0);
         wb_reg v[8];
         for (int j = 0; j < 4; j++)
-            widen_word(L, w[j], k[0], k[1], k[2], &v[2 * j]);
+            wb_widen_s8_f16(L, w[j], k, &v[2 * j]);
         /* half c / 4 at xbase + (c / 4) * bm * 128 + row; 16-bit chunk 2 (c % 4) + e */
         wb_reg dst = add(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, c, 2)), wb_imm(bm * 128), wb_r(xbase)),
                          row);
@@ -322,13 +300,13 @@ void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
          * of f16 into half c of weight tile buf, row gid + 8 (j & 1), 16-bit chunk 2 (2 s + (j >> 1)) +
          * (tig >> 1), byte 8 (tig & 1) */
         wb_reg k[3];
-        widen_consts(L, k);
+        wb_widen_s8_f16_consts(L, k);
         widen_acts(L, buf, k);
         wb_reg tile = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(buf), wb_imm(2 * TC_TILE), wb_r(L->tc_arow));
         for (int i = 0; i < 16; i++) {
             int c = i >> 3, s = (i >> 2) & 1, j = i & 3;
             wb_reg v[2];
-            widen_word(L, a[i], k[0], k[1], k[2], v);
+            wb_widen_s8_f16(L, a[i], k, v);
             wb_reg at = add(L, addi(L, tile, c * TC_TILE + (j & 1) * 1024), L->tc_xor[2 * s + (j >> 1)]);
             wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(v[0]));
             wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(addi(L, at, 4)), wb_r(v[1]));

@@ -1,5 +1,6 @@
-/* W4A8's widening rules: 4-bit weight codes (int4, e2m1), two A registers to a packed word, turned in
- * registers into the 8-bit codes the MMA multiplies (s8, or e4m3 on the fp8 MMA), exactly. Packed word
+/* The widening rules: W4A8's 4-bit weight codes (int4, e2m1), two A registers to a packed word, turned in
+ * registers into the 8-bit codes the MMA multiplies (s8, or e4m3 on the fp8 MMA), exactly; and s8 codes
+ * into f16 for the kind::f16 MMA of targets without kind::i8 (at the end). Packed word
  * j holds A registers 2j (the low nibble of each byte) and 2j + 1 (the high nibble). Where the 8-bit
  * code is a power-of-two multiple of the weight's value, the epilogue multiplies the sums back by
  * wb_widen_factor (exact in f32). */
@@ -128,4 +129,27 @@ float wb_widen_factor(const wb_format *f)
     if (f->w.kind == WB_KIND_FLOAT && f->w.bits == 4)
         return fp8 ? 256.0f : 0.5f;
     return f->w.kind == WB_KIND_INT && f->w.bits == 4 && fp8 ? 512.0f : 1.0f;
+}
+
+/* s8 -> f16 (s8 x s8 on tcgen05 kind::f16 where there is no kind::i8, lower_tcgen05.c): a word of four
+ * s8 codes becomes two f16 pairs (codes 0, 1 and 2, 3), exactly: each biased byte (c + 128) put under
+ * the exponent byte 0x64 by prmt is the f16 1024 + 128 + c, and one fma takes 1152 away. k: the
+ * constants of wb_widen_s8_f16_consts (0x64 bytes, the f16 pairs of 1 and of -1152). */
+void wb_widen_s8_f16_consts(lw *L, wb_reg k[3])
+{
+    k[0] = mov(L, "b32", WB_RC_B32, wb_hex(0x64646464u));
+    k[1] = mov(L, "b32", WB_RC_B32, wb_hex(0x3C003C00u));
+    k[2] = mov(L, "b32", WB_RC_B32, wb_hex(0xE480E480u));
+}
+
+void wb_widen_s8_f16(lw *L, wb_reg word, const wb_reg k[3], wb_reg out[2])
+{
+    wb_reg x = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(word), wb_hex(0x80808080u));
+    static const uint32_t sel[2] = {0x4140, 0x4342};
+    for (int h = 0; h < 2; h++) {
+        wb_reg p = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(p), wb_r(x), wb_r(k[0]), wb_hex(sel[h]));
+        out[h] = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_FMA_X2, "f16x2", 4, wb_r(out[h]), wb_r(p), wb_r(k[1]), wb_r(k[2]));
+    }
 }
