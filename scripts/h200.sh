@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One complete GPU session (the device machine keeps nothing): build, validate, measure; logs to $OUT.
-#   scripts/h200.sh validate [--quick]  selftest (the ledger goes to $OUT/ledger.tsv: copy it back to
+#   scripts/h200.sh validate [full|--quick]  selftest of the kernels the ledger lacks (full: of every
+#                                       case; the ledger goes to $OUT/ledger.tsv: copy it back to
 #                                       tests/gpu/), the examples, compute-sanitizer on a small run,
 #                                       `warble run` against numpy, `warble quant --device` (quant_check)
 #   scripts/h200.sh bench               the W4A16 suite beside torch, and the weight formats at M = 1, 16
@@ -65,7 +66,12 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
 fi
 if [ "$mode" = validate ]; then
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 420 build/warble selftest $quick --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  case $quick in # the kernels a change touched; `validate full` runs every case (7 to 8 minutes)
+  full) which= ;;
+  "") which=--pending ;;
+  *) which=$quick ;;
+  esac
+  { time step 420 build/warble selftest $which --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"
   grep -E "^FAIL" "$OUT/selftest.log" | head -20
   tail -6 "$OUT/selftest.log"

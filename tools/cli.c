@@ -21,7 +21,7 @@ static const struct {
     [O_ANNOTATE] = {"annotate", 1}, [O_PLAIN] = {"plain", 1}, [O_HASH] = {"hash", 1},
     [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1}, [O_DISPATCH] = {"dispatch", 1},
     [O_COMPILE] = {"compile", 1},
-    [O_QUICK] = {"quick", 1},     [O_LIST] = {"list", 1},
+    [O_QUICK] = {"quick", 1},     [O_LIST] = {"list", 1},    [O_PENDING] = {"pending", 1},
     [O_LEDGER] = {"ledger", 0},   [O_SEED] = {"seed", 0},
     [O_DEVICE] = {"device", 0},   [O_ONLY] = {"only", 0},     [O_SKIP] = {"skip", 0},
     [O_X] = {"x", 0},             [O_XTYPE] = {"x-type", 0},

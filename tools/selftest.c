@@ -334,6 +334,45 @@ static int ledger_has(FILE *fp, const char *sha)
     return 0;
 }
 
+/* The sha256 of the PTX a case's kernel has on arch (the M = m one; batch-invariant: the config is
+ * forced as run_case forces it), as `warble ptx --hash` and the runtime compute it; 0 on success. */
+static int case_kernel_sha(const plan_case *pc, wb_arch arch, int64_t m, char sha[65])
+{
+    wb_format f;
+    wb_config c = {.batch_invariant = pc->invariant};
+    if (pc->tma)
+        c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA;
+    if (pc->slices)
+        c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
+    char *ptx = NULL;
+    if (wb_format_parse(pc->spec, &f) != WB_OK || wb_config_choose(&f, arch, m, pc->n, pc->k, &c) != WB_OK ||
+        wb_kernel_ptx(&f, arch, &c, 0, &ptx) != WB_OK)
+        return 1;
+    wb_sha256_hex(ptx, strlen(ptx), sha);
+    free(ptx);
+    return 0;
+}
+
+/* --pending: keep only the cases whose kernel (or, batch-invariant, either kernel) is not in the
+ * ledger yet, so that a GPU run validates what a change touched and nothing twice. */
+static void keep_pending(plan *p, wb_arch arch, const char *ledger)
+{
+    FILE *fp = fopen(ledger, "r");
+    int kept = 0;
+    for (int i = 0; i < p->count; i++) {
+        const plan_case *pc = &p->c[i];
+        char sha[65], sha2[65];
+        int known = fp && !case_kernel_sha(pc, arch, pc->invariant ? INVARIANT_M : pc->m, sha) && ledger_has(fp, sha);
+        if (known && pc->invariant)
+            known = !case_kernel_sha(pc, arch, pc->m, sha2) && ledger_has(fp, sha2);
+        if (!known)
+            p->c[kept++] = *pc;
+    }
+    p->count = kept;
+    if (fp)
+        fclose(fp);
+}
+
 /* Kernels this run validated leave pending.tsv (the file beside the ledger), if it exists. */
 static int clear_pending(const selftest *t, const char *ledger)
 {
@@ -794,7 +833,7 @@ int cmd_selftest(int argc, char **argv)
     cli_args a;
     plan p = {0};
     selftest t = {0};
-    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY) | OPT(O_SKIP) | OPT(O_ARCH);
+    uint64_t allowed = OPT(O_QUICK) | OPT(O_LIST) | OPT(O_PENDING) | OPT(O_LEDGER) | OPT(O_SEED) | OPT(O_DEVICE) | OPT(O_M) | OPT(O_ONLY) | OPT(O_SKIP) | OPT(O_ARCH);
     int device, rc = cli_parse(argc, argv, allowed, 0, &a);
     if (rc || (rc = cli_device(&a, &device)))
         return rc;
@@ -839,6 +878,14 @@ int cmd_selftest(int argc, char **argv)
         }
         p.count = kept;
     }
+    const char *ledger = cli_has(&a, O_LEDGER) ? a.val[O_LEDGER] : DEFAULT_LEDGER;
+    if (cli_has(&a, O_PENDING)) {
+        if (arch < 0) {
+            rc = cli_fail(CLI_USAGE, "selftest: --pending --list needs --arch (whose kernels to look up)");
+            goto done;
+        }
+        keep_pending(&p, (wb_arch)arch, ledger);
+    }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)
             /* choices the case forces, comma-separated CLI words (tests/ledger_check.sh) */
@@ -862,7 +909,6 @@ int cmd_selftest(int argc, char **argv)
     /* the activation quantizer: with the whole plan, or when --only names it */
     if ((!cli_has(&a, O_ONLY) && !cli_has(&a, O_M)) || (cli_has(&a, O_ONLY) && strstr("quant", a.val[O_ONLY])))
         run_quant_cases(&t, cli_has(&a, O_QUICK));
-    const char *ledger = cli_has(&a, O_LEDGER) ? a.val[O_LEDGER] : DEFAULT_LEDGER;
     rc = write_ledger(&t, ledger);
     printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
     if (t.failed)
