@@ -21,6 +21,9 @@ wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch);
 wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims *d, uint32_t *groups,
                         uint32_t *gsize);
 const char *wb_quant_entry(void);
+/* Its instructions into fn (wb_func_init'ed on an arena; fn->target set here): what wb_quant_ptx prints,
+ * and what the CPU interpreter of the tests runs. */
+wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn);
 
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`
  * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs), the group

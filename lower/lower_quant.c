@@ -241,6 +241,16 @@ wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims
     return WB_OK;
 }
 
+wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn)
+{
+    wb_status s = wb_quant_check(f, x, arch);
+    if (s)
+        return s;
+    fn->target = wb_target_get(arch);
+    lower_quant(fn, f, x.kind == WB_KIND_BF16);
+    return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
+}
+
 wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_out)
 {
     if (!ptx_out)
@@ -255,8 +265,7 @@ wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_o
         return wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer");
     wb_func fn;
     wb_func_init(&fn, arena);
-    fn.target = t;
-    lower_quant(&fn, f, x.kind == WB_KIND_BF16);
+    wb_lower_quant(f, x, arch, &fn);
     static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize"};
     char an[8], title[96];
     snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, f32 scales per group", x.kind == WB_KIND_BF16 ? "bf16" : "f16",

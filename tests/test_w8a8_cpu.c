@@ -1,5 +1,6 @@
-/* The W8A8 kernels (a=s8, w=int8 or int4 on the integer mma.sync or wgmma; e4m3/e5m2 on the fp8 ones)
- * and the fp4-activation kernels (a=e2m1: NVFP4, MX; below) run on the CPU: their instruction IR, as
+/* The W8A8 kernels (a=s8, w=int8 or int4 on the integer mma.sync or wgmma; e4m3/e5m2 on the fp8 ones),
+ * the fp4-activation kernels (a=e2m1: NVFP4, MX; below) and the activation quantizer (lower_quant.c:
+ * shuffles, f64 and round-toward-zero divisions, fp8 conversions) run on the CPU: their instruction IR, as
  * wb_lower_gemm emits it, is executed by a small SIMT interpreter (every thread of every block, warps
  * meeting at ldmatrix and mma, blocks at bar.sync) on weights from wb_pack_weights and activations
  * from wb_reference_quantize_acts. Every output must have the bits of the exact s32 sum taken to f32,
@@ -113,7 +114,7 @@ typedef struct tc_rec {
     int mbar, phase, open;
 } tc_rec;
 
-enum { NPARAMS = 10, MAX_BUFS = 8 };
+enum { NPARAMS = 15, MAX_BUFS = 8 };
 
 /* What a buffer is to the kernel: its output; an input that the previous kernel on the stream may
  * write (activations and their scales); or the layer's own packed data, which no kernel writes. */
@@ -170,7 +171,9 @@ typedef struct emu {
 } emu;
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
-                                                 "p_ascale", "p_aglobal"};
+                                                 "p_ascale", "p_aglobal",
+                                                 /* the activation quantizer's (lower/lower_quant.c) */
+                                                 "p_x", "p_codes", "p_scales", "p_groups", "p_gsize"};
 
 static uint64_t val(const thread *th, const wb_opnd *o)
 {
@@ -287,12 +290,23 @@ static int is_collective(wb_op op)
     return op == WB_OP_LDMATRIX_X4 || op == WB_OP_LDMATRIX_X2 || op == WB_OP_MMA_S8_K32 || op == WB_OP_MMA_S8_K16 ||
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
            op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
-           op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH;
+           op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH ||
+           op == WB_OP_SHFL_BFLY;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
-static int compare(wb_op op, uint64_t a, uint64_t b)
+static float as_f32(uint64_t v);
+
+/* setp: unsigned 32-bit, or f32 (ordered: a NaN compares false, except ne, which is unordered-false
+ * too: setp.ne.f32 is false for a NaN operand) */
+static int compare(wb_op op, const char *ty, uint64_t a, uint64_t b)
 {
+    if (ty && ty[0] == 'f') {
+        CHECK(!strcmp(ty, "f32"), "setp.%s is not modelled", ty);
+        float x = as_f32(a), y = as_f32(b);
+        return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? (x < y || x > y) : x == y;
+    }
+    CHECK(!ty || ty[0] == 'u' || ty[0] == 'b', "setp.%s is not modelled", ty);
     uint32_t x = (uint32_t)a, y = (uint32_t)b;
     return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? x != y : x == y;
 }
@@ -347,6 +361,23 @@ static uint64_t cvt(const char *ty, uint64_t v)
         return wb_bf16_from_double((double)as_f32(v));
     if (strcmp(ty, "rn.f16.f32") == 0)
         return wb_f16_from_double((double)as_f32(v));
+    if (strcmp(ty, "f64.f32") == 0) { /* exact */
+        double x = (double)as_f32(v);
+        uint64_t b;
+        memcpy(&b, &x, 8);
+        return b;
+    }
+    if (strcmp(ty, "rn.f32.f64") == 0) { /* the C conversion rounds to nearest even */
+        double x;
+        memcpy(&x, &v, 8);
+        return from_f32((float)x);
+    }
+    if (strcmp(ty, "rni.s32.f32") == 0) { /* nearest even; NaN to 0, saturating (PTX cvt.rni.s32.f32) */
+        float x = as_f32(v);
+        double r = isnan(x) ? 0 : nearbyint((double)x);
+        r = r < -2147483648.0 ? -2147483648.0 : r > 2147483647.0 ? 2147483647.0 : r;
+        return (uint32_t)(int32_t)r;
+    }
     ck_abort_msg("cvt.%s is not modelled", ty);
     return 0;
 }
@@ -434,6 +465,50 @@ static uint64_t prmt(uint64_t a, uint64_t b, uint64_t c)
         r |= (uint32_t)(s & 8 ? (v & 0x80 ? 0xFF : 0) : v) << (8 * i);
     }
     return r;
+}
+
+/* min / max: u32, s32 or f32 (f32: a NaN operand yields the other, as PTX's without .NaN) */
+static uint64_t min_max(const wb_insn *in, uint64_t a, uint64_t b)
+{
+    const char *ty = in->type;
+    int mx = in->op == WB_OP_MAX;
+    if (!strcmp(ty, "f32")) {
+        float x = as_f32(a), y = as_f32(b);
+        return from_f32(isnan(x) ? y : isnan(y) ? x : mx ? fmaxf(x, y) : fminf(x, y));
+    }
+    if (!strcmp(ty, "s32")) {
+        int32_t x = (int32_t)(uint32_t)a, y = (int32_t)(uint32_t)b;
+        return (uint32_t)(mx ? (x > y ? x : y) : (x < y ? x : y));
+    }
+    CHECK(!strcmp(ty, "u32"), "%s.%s is not modelled", mx ? "max" : "min", ty);
+    uint32_t x = (uint32_t)a, y = (uint32_t)b;
+    return mx ? (x > y ? x : y) : (x < y ? x : y);
+}
+
+/* div: u32; rz.f32 (the quotient rounded toward zero: the nearest one, stepped back toward zero when
+ * its exact residual says it rounded away); rn.f64 */
+static uint64_t divide(const char *ty, uint64_t a, uint64_t b)
+{
+    if (!strcmp(ty, "rz.f32")) {
+        float x = as_f32(a), y = as_f32(b), q = x / y;
+        if (isfinite(q) && q != 0) {
+            float rem = fmaf(q, y, -x); /* exact: q y - x */
+            if ((q > 0 && (y > 0 ? rem > 0 : rem < 0)) || (q < 0 && (y > 0 ? rem < 0 : rem > 0)))
+                q = nextafterf(q, 0.0f);
+        }
+        return from_f32(q);
+    }
+    if (!strcmp(ty, "rn.f64")) {
+        double x, y;
+        memcpy(&x, &a, 8);
+        memcpy(&y, &b, 8);
+        double q = x / y;
+        uint64_t r;
+        memcpy(&r, &q, 8);
+        return r;
+    }
+    CHECK(!strcmp(ty, "u32"), "div.%s is not modelled", ty);
+    return (uint32_t)a / (uint32_t)b;
 }
 
 /* Run thread `i` until it meets a collective op, a barrier or its end. */
@@ -624,8 +699,8 @@ static void run_thread(emu *e, int i)
         int next = th->pc + 1;
         switch (in->op) {
         case WB_OP_MOV: *d = val(th, &o[1]); break;
-        case WB_OP_ADD: case WB_OP_SUB: case WB_OP_MUL_LO: case WB_OP_MUL_WIDE: case WB_OP_DIV: case WB_OP_REM:
-        case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR: case WB_OP_MAX:
+        case WB_OP_ADD: case WB_OP_SUB: case WB_OP_MUL_LO: case WB_OP_MUL_WIDE: case WB_OP_REM:
+        case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR:
             *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
             break;
         case WB_OP_AND:
@@ -636,7 +711,7 @@ static void run_thread(emu *e, int i)
         case WB_OP_LOP3: *d = lop3(val(th, &o[1]), val(th, &o[2]), val(th, &o[3]), val(th, &o[4])); break;
         case WB_OP_PRMT: *d = prmt(val(th, &o[1]), val(th, &o[2]), val(th, &o[3])); break;
         case WB_OP_SETP_LT: case WB_OP_SETP_GE: case WB_OP_SETP_NE: case WB_OP_SETP_EQ:
-            *d = (uint64_t)compare(in->op, val(th, &o[1]), val(th, &o[2]));
+            *d = (uint64_t)compare(in->op, in->type, val(th, &o[1]), val(th, &o[2]));
             break;
         case WB_OP_SELP: *d = th->r[o[3].v] ? val(th, &o[1]) : val(th, &o[2]); break;
         case WB_OP_CVT:
@@ -652,6 +727,27 @@ static void run_thread(emu *e, int i)
             }
             break;
         }
+        case WB_OP_ABS: case WB_OP_NEG: /* f32: the sign bit */
+            CHECK(!strcmp(in->type, "f32"), "%s.%s is not modelled", in->op == WB_OP_ABS ? "abs" : "neg", in->type);
+            *d = in->op == WB_OP_ABS ? val(th, &o[1]) & 0x7FFFFFFFu : (val(th, &o[1]) ^ 0x80000000u) & 0xFFFFFFFFu;
+            break;
+        case WB_OP_MIN: case WB_OP_MAX:
+            *d = min_max(in, val(th, &o[1]), val(th, &o[2]));
+            break;
+        case WB_OP_DIV:
+            *d = divide(in->type, val(th, &o[1]), val(th, &o[2]));
+            break;
+        case WB_OP_CVT_F8X2: { /* cvt.rn.satfinite.{e4m3,e5m2}x2.f32 d, a, b: a to the upper byte */
+            CHECK(!strcmp(in->type, "e4m3x2.f32") || !strcmp(in->type, "e5m2x2.f32"), "cvt %s is not modelled", in->type);
+            wb_type t = fp8_type(in->type[1] == '4' ? "e4m3.e4m3" : "e5m2.e5m2", 0);
+            *d = wb_type_encode(t, (double)as_f32(val(th, &o[2]))) | wb_type_encode(t, (double)as_f32(val(th, &o[1]))) << 8;
+            break;
+        }
+        case WB_OP_UNPACK_B16X2: /* mov.b32 {lo, hi}, s */
+            th->r[o[0].v] = val(th, &o[2]) & 0xFFFF;
+            th->r[o[1].v] = val(th, &o[2]) >> 16 & 0xFFFF;
+            break;
+        case WB_OP_PACK_B16X2: *d = (val(th, &o[1]) & 0xFFFF) | (val(th, &o[2]) & 0xFFFF) << 16; break;
         case WB_OP_MUL_F32: *d = from_f32(as_f32(val(th, &o[1])) * as_f32(val(th, &o[2]))); break;
         case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
         case WB_OP_FMA_X2:
@@ -1078,6 +1174,14 @@ static void run_collective(emu *e, int base)
                 r[l][o[j].v] = out[l][j];
         return;
     }
+    if (in->op == WB_OP_SHFL_BFLY) { /* shfl.sync.bfly.b32 d, a, lanemask, 31, -1: lane l reads lane l ^ mask */
+        uint64_t got[32];
+        for (int l = 0; l < 32; l++)
+            got[l] = lane_val(r[l ^ ((int)lane_val(r[l], &o[2]) & 31)], &o[1]);
+        for (int l = 0; l < 32; l++)
+            r[l][o[0].v] = got[l] & 0xFFFFFFFFu;
+        return;
+    }
     if (in->op == WB_OP_MMA_S4_K64 || in->op == WB_OP_MMA_S4_K32) {
         run_mma_s4(in, r);
         return;
@@ -1242,13 +1346,12 @@ static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int
     ck_assert_int_eq(wb_lower_gemm(b->kern, t, 0, &b->fn), WB_OK);
 }
 
-/* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. */
-static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
-                     int nbufs)
+/* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs. */
+static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs)
 {
-    const wb_func *fn = &b->fn;
-    wb_launch_dims dims;
-    ck_assert_int_eq(wb_kernel_dims(&b->f, fn->target->arch, &b->cfg, m, n, k, &dims), WB_OK);
+    wb_launch_dims dims = *d;
+    if (dims.smem_bytes < 16) /* the quantizer has none */
+        dims.smem_bytes = 16;
     emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs,
              .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0};
     ck_assert(nbufs <= MAX_BUFS);
@@ -1294,6 +1397,15 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     free(e.t);
     free(e.smem);
     free(labels);
+}
+
+/* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. */
+static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
+                     int nbufs)
+{
+    wb_launch_dims dims;
+    ck_assert_int_eq(wb_kernel_dims(&b->f, b->fn.target->arch, &b->cfg, m, n, k, &dims), WB_OK);
+    run_func(&b->fn, &dims, params, bufs, nbufs);
 }
 
 static gbuf buf_of(const void *p, size_t bytes, int kind, const char *name)
@@ -1923,12 +2035,80 @@ START_TEST(a16_kernel_k_slices)
 }
 END_TEST
 
+/* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
+ * three magnitudes, outliers, an all-zero row) -> codes and f32 scales, byte for byte those of the host
+ * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K. Mutants of its
+ * round-to-odd quotient, the shuffle tree and the scale's f64 division fail here. */
+static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64_t k)
+{
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
+    wb_type xt = {bf16 ? WB_KIND_BF16 : WB_KIND_F16, 16, 0, 0};
+    wb_arena *arena = wb_arena_create();
+    ck_assert_ptr_nonnull(arena);
+    wb_func fn;
+    wb_func_init(&fn, arena);
+    ck_assert_msg(wb_lower_quant(&f, xt, arch, &fn) == WB_OK, "%s", wb_last_error());
+    wb_launch_dims dims;
+    uint32_t groups, gsize;
+    ck_assert_int_eq(wb_quant_dims(&f, m, k, &dims, &groups, &gsize), WB_OK);
+    uint64_t st = wbt_seed() ^ (uint64_t)(m * 977 + k + bf16);
+    size_t n = (size_t)(m * k), nc = (size_t)wb_acts_bytes(&f, m, k);
+    uint16_t *x = malloc(n * 2);
+    float *xf = malloc(n * 4), *sc = malloc((size_t)groups * 4), *gs = malloc((size_t)groups * 4);
+    uint8_t *codes = malloc(n), *packed = malloc(n), *gc = malloc(nc);
+    ck_assert(x && xf && sc && gs && codes && packed && gc);
+    for (size_t i = 0; i < n; i++) {
+        int64_t row = (int64_t)(i / (size_t)k);
+        double v = ((double)(wbt_next(&st) % 2000001) / 1e6 - 1.0) * (row % 3 == 0 ? 1e-3 : row % 3 == 1 ? 1.0 : 300.0);
+        if (wbt_next(&st) % 500 == 0)
+            v *= 50; /* outliers */
+        if (m > 1 && row == m / 2)
+            v = 0; /* scale 0, codes 0 */
+        x[i] = (uint16_t)double_to_half(bf16, v);
+        xf[i] = (float)half_to_double(bf16, x[i]);
+    }
+    ck_assert_int_eq(wb_reference_quantize_acts(&f, m, k, xf, codes, sc, NULL), WB_OK);
+    ck_assert_int_eq(wb_pack_acts(&f, m, k, codes, packed), WB_OK);
+    memset(gc, 0xA5, nc);
+    memset(gs, 0xFF, (size_t)groups * 4);
+    uint64_t params[NPARAMS] = {0};
+    params[10] = (uintptr_t)x, params[11] = (uintptr_t)gc, params[12] = (uintptr_t)gs;
+    params[13] = groups, params[14] = gsize;
+    gbuf bufs[] = {buf_of(x, n * 2, BUF_INPUT, "activations"), buf_of(gc, nc, BUF_OUT, "codes"),
+                   buf_of(gs, (size_t)groups * 4, BUF_OUT, "scales")};
+    run_func(&fn, &dims, params, bufs, 3);
+    for (size_t i = 0; i < nc; i++)
+        CHECK(gc[i] == packed[i], "quantizer %s x=%s %s: code byte %zu = 0x%02x, reference 0x%02x (x = %g)", spec,
+              bf16 ? "bf16" : "f16", wb_arch_name(arch), i, gc[i], packed[i], (double)xf[f.a.bits == 4 ? 2 * i : i]);
+    for (uint32_t g = 0; g < groups; g++)
+        CHECK(!memcmp(&gs[g], &sc[g], 4), "quantizer %s %s: scale %u = %a, reference %a", spec, wb_arch_name(arch), g,
+              (double)gs[g], (double)sc[g]);
+    free(x), free(xf), free(sc), free(gs), free(codes), free(packed), free(gc);
+    wb_arena_destroy(arena);
+}
+
+START_TEST(quantizer_matches_reference)
+{
+    static const struct { const char *spec; wb_arch arch; int64_t m, k; } cases[] = {
+        {"int8", WB_ARCH_SM90A, 7, 1024}, {"int8,ag=128", WB_ARCH_SM80, 5, 512}, {"fp8", WB_ARCH_SM90A, 4, 512},
+        {"a=e5m2,ag=256,w=e4m3,ws=f32,g=0", WB_ARCH_SM89, 3, 768}, {"w4a4-int4", WB_ARCH_SM90A, 5, 256},
+        {"w4a4-int4,ag=128", WB_ARCH_SM75, 2, 384},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            if (!bf16 || cases[i].arch != WB_ARCH_SM75)
+                run_quant(cases[i].spec, bf16, cases[i].arch, cases[i].m, cases[i].k);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
     TCase *t = tcase_create("w8a8 kernel");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, w8a8_kernel_matches_reference);
+    tcase_add_test(t, quantizer_matches_reference);
     tcase_add_test(t, w8a8_kernel_forced_configs);
     tcase_add_test(t, w4a8_kernel_matches_reference);
     tcase_add_test(t, w8a8_wgmma_kernel_matches_reference);
