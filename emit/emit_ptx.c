@@ -22,6 +22,7 @@ static void print_opnd(wb_buf *b, const wb_func *f, wb_opnd o)
     case WB_O_REG: wb_buf_printf(b, "%s%d", rc_prefix[f->reg_class[o.v]], (int)o.v); break;
     case WB_O_IMM: wb_buf_printf(b, "%" PRId64, o.v); break;
     case WB_O_F32: wb_buf_printf(b, "0f%08" PRIX32, (uint32_t)o.v); break;
+    case WB_O_F64: wb_buf_printf(b, "0d%016" PRIX64, (uint64_t)o.v); break;
     case WB_O_HEX: wb_buf_printf(b, "0x%08" PRIX32, (uint32_t)o.v); break;
     case WB_O_TEXT: wb_buf_printf(b, "%s", o.text); break;
     case WB_O_LIST:

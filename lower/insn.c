@@ -59,6 +59,13 @@ wb_opnd wb_f32(float v)
     return (wb_opnd){WB_O_F32, bits, NULL, NULL};
 }
 
+wb_opnd wb_f64(double v)
+{
+    int64_t bits;
+    memcpy(&bits, &v, 8);
+    return (wb_opnd){WB_O_F64, bits, NULL, NULL};
+}
+
 wb_insn *wb_emit(wb_func *f, wb_op op, const char *type, int n, ...)
 {
     if (n > WB_MAX_OPNDS || !grow(f, (void **)&f->insns, &f->cap, sizeof(wb_insn), f->ninsns + 1))

@@ -17,7 +17,7 @@ typedef enum wb_op {
  * conversions, filled by unpacking a b32). */
 typedef enum wb_rc { WB_RC_PRED, WB_RC_B16, WB_RC_B32, WB_RC_B64, WB_RC_F32, WB_RC_B8, WB_RC_COUNT } wb_rc;
 
-typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_HEX, WB_O_TEXT, WB_O_LIST } wb_opnd_kind;
+typedef enum wb_opnd_kind { WB_O_NONE, WB_O_REG, WB_O_IMM, WB_O_F32, WB_O_F64, WB_O_HEX, WB_O_TEXT, WB_O_LIST } wb_opnd_kind;
 
 typedef struct wb_reg {
     int id;
@@ -66,6 +66,7 @@ wb_opnd wb_r(wb_reg r);
 wb_opnd wb_imm(int64_t v);
 wb_opnd wb_hex(uint32_t v);
 wb_opnd wb_f32(float v);
+wb_opnd wb_f64(double v);
 wb_opnd wb_text(const char *s);
 /* {r[0], ..., r[n-1]}: the array must outlive the function (allocate it in the arena) */
 wb_opnd wb_list(const wb_reg *r, int n);

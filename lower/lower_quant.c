@@ -200,21 +200,144 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     wb_emit(f, WB_OP_RET, NULL, 0);
 }
 
+/* e2m1 activations (NVFP4 / MX without a tensor scale): a lane quantizes 4 consecutive activations,
+ * a group of ag (16 to 128) is ag / 4 neighbouring lanes, whose absolute maximum a butterfly over
+ * those lanes gives. The scale: e8m0, 2^(floor(log2 amax) - 2) (the exponent field of amax in f64,
+ * clamped to -127..127; 2^-127 for amax = 0); or e4m3, amax / 6 divided in f64 and rounded to odd at
+ * f32 before the rounding to e4m3 (so that it rounds once, as the reference's), its value read back
+ * by the e4m3 -> f16 conversion. The codes: x / s divided in f64, as the reference does, then rounded
+ * to nearest even among 0, 0.5, 1, 1.5, 2, 3, 4, 6 by comparing |q| with the midpoints (a tie goes to
+ * the even code: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4), saturating at
+ * 6, the sign from q's sign bit (-0 included, as the reference's encoder keeps it); four codes a lane
+ * into 16 bits, element 0 in the low nibble (wb_pack_acts). */
+static wb_reg f64_of(wb_func *f, wb_reg x32) { return op1(f, WB_OP_CVT, "f64.f32", WB_RC_B64, wb_r(x32)); }
+
+static wb_reg f64_const(wb_func *f, double v) { return op1(f, WB_OP_MOV, "f64", WB_RC_B64, wb_f64(v)); }
+
+/* |q| (an f64) -> the e2m1 magnitude code 0..7, rounded to nearest even, saturating */
+static wb_reg e2m1_magnitude(wb_func *f, wb_reg q)
+{
+    static const struct { double t; int strict; } mid[] = {{0.25, 1}, {0.75, 0}, {1.25, 1}, {1.75, 0},
+                                                           {2.5, 1},  {3.5, 0},  {5.0, 1}};
+    wb_reg a = op1(f, WB_OP_ABS, "f64", WB_RC_B64, wb_r(q)), code = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
+    for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
+        wb_reg p = wb_new_reg(f, WB_RC_PRED), t = f64_const(f, mid[i].t);
+        if (mid[i].strict) /* past the midpoint: a tie stays on the even code below */
+            wb_emit(f, WB_OP_SETP_LT, "f64", 3, wb_r(p), wb_r(t), wb_r(a));
+        else /* at or past it: a tie goes up to the even code */
+            wb_emit(f, WB_OP_SETP_GE, "f64", 3, wb_r(p), wb_r(a), wb_r(t));
+        code = op2(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(code), wb_r(op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_imm(1),
+                                                                       wb_imm(0), wb_r(p))));
+    }
+    return code;
+}
+
+static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
+{
+    if (f->target->features & WB_FEAT_GRIDDEP)
+        wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    wb_reg x = param(f, "p_x", "u64", WB_RC_B64), codes = param(f, "p_codes", "u64", WB_RC_B64);
+    wb_reg scales = param(f, "p_scales", "u64", WB_RC_B64);
+    wb_reg groups = param(f, "p_groups", "u32", WB_RC_B32), gsize = param(f, "p_gsize", "u32", WB_RC_B32);
+    wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    wb_reg cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
+    wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    wb_reg gl = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(32 * QUANT_WARPS), wb_r(tid));
+    /* lanes past the last 4 activations: whole warps (M x K is a multiple of 128) */
+    wb_reg lanes = op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(op2(f, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(groups), wb_r(gsize))),
+                       wb_imm(2));
+    const char *done = wb_new_label(f, "done");
+    wb_reg past = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(gl), wb_r(lanes));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(done));
+    wb_reg xa = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gl), wb_imm(8))));
+    wb_reg v[4];
+    load4(f, bf16, xa, v);
+    wb_reg amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f));
+    for (int i = 0; i < 4; i++)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[i]))));
+    for (int d = fm->ag / 8; d >= 1; d /= 2) /* the group's ag / 4 lanes */
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
+                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+    wb_reg a64 = f64_of(f, amax), code, s64;
+    if (fm->as.kind == WB_KIND_E8M0) {
+        wb_reg ex = op1(f, WB_OP_CVT, "u32.u64", WB_RC_B32,
+                        wb_r(op2(f, WB_OP_SHR, "u64", WB_RC_B64, wb_r(a64), wb_imm(52)))); /* |amax|: no sign */
+        wb_reg e = op2(f, WB_OP_SUB, "u32", WB_RC_B32, wb_r(ex), wb_imm(1023 + 2));
+        e = op2(f, WB_OP_MIN, "s32", WB_RC_B32, wb_r(op2(f, WB_OP_MAX, "s32", WB_RC_B32, wb_r(e), wb_imm(-127))), wb_imm(127));
+        code = op2(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(e), wb_imm(127));
+        wb_reg bias = op1(f, WB_OP_CVT, "u64.u32", WB_RC_B64, wb_r(op2(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(e), wb_imm(1023))));
+        s64 = op2(f, WB_OP_SHL, "b64", WB_RC_B64, wb_r(bias), wb_imm(52));
+    } else { /* e4m3 */
+        wb_reg t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(a64), wb_r(f64_const(f, 6.0)));
+        wb_reg r = op1(f, WB_OP_CVT, "rz.f32.f64", WB_RC_F32, wb_r(t)), inexact = wb_new_reg(f, WB_RC_PRED);
+        wb_emit(f, WB_OP_SETP_NE, "f64", 3, wb_r(inexact), wb_r(f64_of(f, r)), wb_r(t));
+        r = op2(f, WB_OP_OR, "b32", WB_RC_B32, wb_r(r),
+                wb_r(op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_imm(1), wb_imm(0), wb_r(inexact))));
+        wb_reg pair = wb_new_reg(f, WB_RC_B16);
+        wb_emit(f, WB_OP_CVT_F8X2, "e4m3x2.f32", 3, wb_r(pair), wb_r(op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f))), wb_r(r));
+        code = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(op1(f, WB_OP_CVT, "u32.u16", WB_RC_B32, wb_r(pair))), wb_imm(0xFF));
+        wb_reg h2 = wb_new_reg(f, WB_RC_B32), h[2] = {wb_new_reg(f, WB_RC_B16), wb_new_reg(f, WB_RC_B16)};
+        wb_emit(f, WB_OP_CVT, "rn.f16x2.e4m3x2", 2, wb_r(h2), wb_r(pair));
+        wb_emit(f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(h2));
+        s64 = f64_of(f, op1(f, WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[0])));
+    }
+    /* the group's first lane stores its scale byte: group gl / (ag / 4) */
+    wb_reg lead = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(lead), wb_r(op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(lane), wb_imm(fm->ag / 4 - 1))),
+            wb_imm(0));
+    wb_reg gidx = op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(gl), wb_imm(__builtin_ctz((unsigned)fm->ag / 4)));
+    wb_reg sa = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(scales), wb_r(op1(f, WB_OP_CVT, "u64.u32", WB_RC_B64, wb_r(gidx))));
+    wb_emit(f, WB_OP_ST_GLOBAL, "u8", 2, wb_r(sa), wb_r(code));
+    wb_guard_last(f, lead, 0);
+    wb_reg zero = wb_new_reg(f, WB_RC_PRED); /* e4m3 scale 0: codes 0 */
+    wb_emit(f, WB_OP_SETP_EQ, "f64", 3, wb_r(zero), wb_r(s64), wb_r(f64_const(f, 0.0)));
+    wb_reg word = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
+    for (int i = 0; i < 4; i++) {
+        wb_reg q = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(f64_of(f, v[i])), wb_r(s64));
+        q = op3(f, WB_OP_SELP, "b64", WB_RC_B64, wb_r(f64_const(f, 0.0)), wb_r(q), wb_r(zero));
+        wb_reg sign = op1(f, WB_OP_CVT, "u32.u64", WB_RC_B32, wb_r(op2(f, WB_OP_SHR, "u64", WB_RC_B64, wb_r(q), wb_imm(60))));
+        wb_reg c = op2(f, WB_OP_OR, "b32", WB_RC_B32, wb_r(e2m1_magnitude(f, q)),
+                       wb_r(op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(sign), wb_imm(8))));
+        word = op2(f, WB_OP_OR, "b32", WB_RC_B32, wb_r(word), wb_r(op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(c), wb_imm(4 * i))));
+    }
+    wb_reg ca = op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(codes), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(gl), wb_imm(2))));
+    wb_emit(f, WB_OP_ST_GLOBAL, "u16", 2, wb_r(ca), wb_r(word));
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    wb_emit(f, WB_OP_RET, NULL, 0);
+}
+
 const char *wb_quant_entry(void) { return "wb_quant"; }
 
 wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch)
 {
     const wb_target *t = wb_target_get(arch);
-    char an[8];
+    char ab[8];
     if (!f || !t)
         return wb_fail(WB_ERR_INVALID, "wb_quant: bad argument");
-    wb_type_name(f->a, an);
+    const char *an = wb_format_act_name(f->a, ab);
     if (x.kind != WB_KIND_F16 && x.kind != WB_KIND_BF16)
         return wb_fail(WB_ERR_INVALID, "the GPU quantizer reads f16 or bf16 activations");
     int ints = f->a.kind == WB_KIND_INT && (f->a.bits == 8 || f->a.bits == 4), fp8 = wb_type_fp8(f->a);
+    if (wb_format_fp4_acts(f)) { /* e2m1: block scales (lower_quant_fp4) */
+        int e4m3 = f->as.kind == WB_KIND_FLOAT;
+        if (f->ags)
+            return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer writes e2m1 codes with block scales but not the "
+                                               "tensor scale (ags=1: it needs a pass over the whole tensor first; "
+                                               "the host reference does it: warble quant without --device)");
+        if (f->ag < 16 || f->ag > 128 || (f->ag & (f->ag - 1)))
+            return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer takes e2m1 blocks of 16, 32, 64 or 128 along K "
+                                               "(got ag=%d)", f->ag);
+        if (e4m3 && !(t->features & WB_FEAT_CVT_FP8) && wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE)
+            return wb_fail(WB_ERR_UNSUPPORTED, "%s has no f32 -> e4m3 conversion for the block scales "
+                                               "(cvt.rn.satfinite.e4m3x2.f32: sm_89 and newer; as=e8m0 works here)",
+                           t->name);
+        return WB_OK;
+    }
     if (!ints && !fp8)
-        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer is built for a=s8, s4, e4m3 and e5m2 (got a=%s; the "
-                                           "host reference quantizes every type: warble quant without --device)", an);
+        return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer is built for a=s8, s4, e4m3, e5m2 and e2m1 with block "
+                                           "scales (got a=%s; the host reference quantizes every type: warble quant "
+                                           "without --device)", an);
     if (f->as.kind != WB_KIND_F32 || f->ags || f->ag % 128)
         return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer writes f32 scales per token (ag=0) or per token and "
                                            "group of a multiple of 128 (as=f32, ags=0)");
@@ -228,13 +351,16 @@ wb_status wb_quant_dims(const wb_format *f, int64_t m, int64_t k, wb_launch_dims
                         uint32_t *gsize)
 {
     int64_t g = f->ag ? f->ag : k;
-    if (m < 1 || k < 1 || k % 128 || k % g || m * (k / g) >= (1ll << 31) || m * k >= (1ll << 40))
+    if (m < 1 || k < 1 || k % 128 || k % g || m * (k / g) >= (1ll << 31) || m * k >= (1ll << 40) ||
+        (wb_format_fp4_acts(f) && m * k >= (1ll << 32)))
         return wb_fail(WB_ERR_INVALID, "the GPU quantizer needs K a multiple of 128 and of ag (got M=%lld, K=%lld)",
                        (long long)m, (long long)k);
     memset(d, 0, sizeof *d);
     *groups = (uint32_t)(m * (k / g));
     *gsize = (uint32_t)g;
-    d->grid[0] = (*groups + QUANT_WARPS - 1) / QUANT_WARPS;
+    /* one warp a group, or with e2m1 one lane for every 4 activations */
+    int64_t warps = wb_format_fp4_acts(f) ? m * k / 128 : *groups;
+    d->grid[0] = (unsigned)((warps + QUANT_WARPS - 1) / QUANT_WARPS);
     d->grid[1] = d->grid[2] = 1;
     d->block[0] = 32 * QUANT_WARPS;
     d->block[1] = d->block[2] = 1;
@@ -247,7 +373,10 @@ wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *f
     if (s)
         return s;
     fn->target = wb_target_get(arch);
-    lower_quant(fn, f, x.kind == WB_KIND_BF16);
+    if (wb_format_fp4_acts(f))
+        lower_quant_fp4(fn, f, x.kind == WB_KIND_BF16);
+    else
+        lower_quant(fn, f, x.kind == WB_KIND_BF16);
     return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
 }
 
@@ -268,10 +397,12 @@ wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_o
     wb_lower_quant(f, x, arch, &fn);
     static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize"};
     char an[8], title[96];
-    snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, f32 scales per group", x.kind == WB_KIND_BF16 ? "bf16" : "f16",
-             wb_type_name(f->a, an));
+    char sn[8];
+    snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, %s scales per group", x.kind == WB_KIND_BF16 ? "bf16" : "f16",
+             wb_type_name(f->a, an), wb_type_name(f->as, sn));
     /* f32 -> fp8 conversions on sm_89 need PTX 8.1 (sm_89 is otherwise emitted as 7.8); 8.4 as its fp8 GEMM */
-    const char *version = strcmp(t->ptx_version, "8.1") < 0 && wb_type_fp8(f->a) ? "8.4" : t->ptx_version;
+    int to_fp8 = wb_type_fp8(f->a) || (wb_format_fp4_acts(f) && f->as.kind == WB_KIND_FLOAT); /* e4m3 block scales */
+    const char *version = strcmp(t->ptx_version, "8.1") < 0 && to_fp8 ? "8.4" : t->ptx_version;
     wb_ptx_header h = {version, t->ptx_target, wb_quant_entry(), params, (int)WB_COUNT(params), 0, 32 * QUANT_WARPS,
                        title};
     if (!fn.oom)

@@ -6,10 +6,13 @@
 #include "lower/lower.h"
 #include "runtime/gpu_internal.h"
 
+/* What the kernel is specialized on: the code type and the input type; for e2m1, the block scale's type
+ * and the block size too (lower_quant_fp4) */
 static uint32_t quant_key(const wb_format *f, wb_type x)
 {
+    uint32_t fp4 = (uint32_t)wb_format_fp4_acts(f);
     return (uint32_t)f->a.kind | (uint32_t)f->a.bits << 4 | (uint32_t)f->a.ebits << 8 | (uint32_t)f->a.mbits << 12 |
-           (uint32_t)x.kind << 16;
+           (uint32_t)x.kind << 16 | (fp4 ? (uint32_t)f->as.kind << 20 | (uint32_t)f->ag << 24 : 0);
 }
 
 static void *cached(wb_gpu *gpu, uint32_t key)

@@ -387,7 +387,16 @@ if expect 0 "quant --arch prints the GPU quantizer" "" -- $W quant fp8 --arch sm
     grep -q '.entry wb_quant' "$tmp/out" || fail "quant --arch: no wb_quant entry"
 fi
 expect 2 "quant --arch without fp8 conversions" "sm_80 has no f32 -> e4m3 conversion" -- $W quant fp8 --arch sm_80
-expect 2 "quant --arch e2m1" "built for a=s8, s4, e4m3 and e5m2" -- $W quant nvfp4 --arch sm_90a
+# e2m1 with block scales: MX (e8m0) everywhere, e4m3 scales from sm_89; not the tensor scale (ags=1)
+if expect 0 "quant --arch e2m1, e8m0 blocks" "" -- $W quant a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_80; then
+    grep -q 'shfl.sync.bfly.b32' "$tmp/out" || fail "quant e2m1: no butterfly over the block's lanes"
+    grep -q 'st.global.u8' "$tmp/out" || fail "quant e2m1: no scale byte stored"
+fi
+expect 2 "quant --arch e2m1 with the tensor scale" "not the tensor scale (ags=1" -- $W quant nvfp4 --arch sm_90a
+expect 2 "quant --arch e2m1, e4m3 blocks on sm_80" "no f32 -> e4m3 conversion for the block scales" \
+    -- $W quant a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16 --arch sm_80
+expect 2 "quant --arch e2m1 blocks of 256" "blocks of 16, 32, 64 or 128" \
+    -- $W quant a=e2m1,ag=256,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_90a
 expect 2 "quant --arch takes no files" "takes only SPEC and --x-type" -- $W quant int8 --arch sm_90a --m 1
 expect 2 "quant --device needs 16-bit x" "f16 or bf16" -- $W quant int8 $q --device 0
 

@@ -94,13 +94,14 @@ xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$out/jobs"
 xargs -P "$JOBS" -L 1 bash -c 'forced "$@"' _ <"$out/forced"
 xargs -P "$JOBS" -L 1 bash -c 'tcgen05 "$@"' _ <"$out/tc"
 
-# The activation quantizer (`warble quant SPEC --arch A`): s8 everywhere, e4m3/e5m2 where the target
-# converts f32 to fp8 (sm_89 and newer; elsewhere refused with exit 2), from f16 and bf16; ptxas
-# without a warning.
+# The activation quantizer (`warble quant SPEC --arch A`): s8, s4 and e2m1 with e8m0 block scales (MX)
+# everywhere, e4m3/e5m2 codes and e2m1 with e4m3 block scales where the target converts f32 to fp8
+# (sm_89 and newer; elsewhere refused with exit 2), from f16 and bf16; ptxas without a warning.
 PTXAS_BIN=${PTXAS:-ptxas}
 qid=90000
 for arch in $ARCHS; do
-    for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0 w4a4-int4; do
+    for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0 w4a4-int4 a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 \
+                a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16; do
         for xt in f16 bf16; do
             qid=$((qid + 1))
             total=$((total + 1))
@@ -108,7 +109,7 @@ for arch in $ARCHS; do
             "$WARBLE" quant "$spec" --arch "$arch" --x-type "$xt" >"$out/$qid.ptx" 2>"$log"
             rc=$?
             case "$arch:$spec:$rc" in
-            sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_75:w4a4-int4:0|sm_80:w4a4-int4:0|sm_86:w4a4-int4:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0)
+            sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_75:w4a4-int4:0|sm_80:w4a4-int4:0|sm_86:w4a4-int4:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0|sm_75:*as=e8m0*:0|sm_80:*as=e8m0*:0|sm_86:*as=e8m0*:0)
                 if "$PTXAS_BIN" -arch="$arch" "$out/$qid.ptx" -o /dev/null >>"$log" 2>&1 && ! grep -qi warning "$log"; then
                     echo "$arch quant $spec x=$xt ok" >>"$log"
                     echo pass >"$out/$qid.rc"

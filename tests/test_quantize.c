@@ -307,7 +307,10 @@ START_TEST(gpu_quantizer_ptx)
         const char *why;
     } bad[] = {
         {"fp8", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "sm_80 has no f32 -> e4m3 conversion"},
-        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, s4, e4m3 and e5m2 (got a=e2m1"},
+        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "not the tensor scale (ags=1"},
+        {"a=e2m1,ag=48,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "blocks of 16, 32, 64 or 128"},
+        {"a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "for the block scales"},
+        {"w4a16", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, s4, e4m3, e5m2 and e2m1 with block scales (got a=f16"},
         {"int8,ag=64", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "group of a multiple of 128"},
         {"fp8,as=e4m3", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "(as=f32, ags=0)"},
         {"int8", WB_ARCH_SM90A, 2, WB_ERR_INVALID, "reads f16 or bf16 activations"},

@@ -296,11 +296,18 @@ static int is_collective(wb_op op)
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
 static float as_f32(uint64_t v);
+static wb_type fp8_type(const char *types, int which);
 
 /* setp: unsigned 32-bit, or f32 (ordered: a NaN compares false, except ne, which is unordered-false
  * too: setp.ne.f32 is false for a NaN operand) */
 static int compare(wb_op op, const char *ty, uint64_t a, uint64_t b)
 {
+    if (ty && !strcmp(ty, "f64")) {
+        double x, y;
+        memcpy(&x, &a, 8);
+        memcpy(&y, &b, 8);
+        return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? (x < y || x > y) : x == y;
+    }
     if (ty && ty[0] == 'f') {
         CHECK(!strcmp(ty, "f32"), "setp.%s is not modelled", ty);
         float x = as_f32(a), y = as_f32(b);
@@ -371,6 +378,21 @@ static uint64_t cvt(const char *ty, uint64_t v)
         double x;
         memcpy(&x, &v, 8);
         return from_f32((float)x);
+    }
+    if (strcmp(ty, "u32.u64") == 0)
+        return (uint32_t)v;
+    if (strcmp(ty, "rz.f32.f64") == 0) { /* toward zero: the nearest f32, stepped back when it rounded away */
+        double x;
+        memcpy(&x, &v, 8);
+        float r = (float)x;
+        if (isfinite(r) && fabs((double)r) > fabs(x))
+            r = nextafterf(r, 0.0f);
+        return from_f32(r);
+    }
+    if (strcmp(ty, "rn.f16x2.e4m3x2") == 0) { /* the low byte to the low half, exactly */
+        wb_type t = fp8_type("e4m3.e4m3", 0);
+        return wb_f16_from_double(wb_type_decode(t, (uint32_t)(v & 0xFF))) |
+               (uint64_t)wb_f16_from_double(wb_type_decode(t, (uint32_t)(v >> 8 & 0xFF))) << 16;
     }
     if (strcmp(ty, "rni.s32.f32") == 0) { /* nearest even; NaN to 0, saturating (PTX cvt.rni.s32.f32) */
         float x = as_f32(v);
@@ -727,7 +749,12 @@ static void run_thread(emu *e, int i)
             }
             break;
         }
-        case WB_OP_ABS: case WB_OP_NEG: /* f32: the sign bit */
+        case WB_OP_ABS: case WB_OP_NEG: /* f32 or f64: the sign bit */
+            if (!strcmp(in->type, "f64")) {
+                uint64_t sgn = 1ull << 63;
+                *d = in->op == WB_OP_ABS ? val(th, &o[1]) & ~sgn : val(th, &o[1]) ^ sgn;
+                break;
+            }
             CHECK(!strcmp(in->type, "f32"), "%s.%s is not modelled", in->op == WB_OP_ABS ? "abs" : "neg", in->type);
             *d = in->op == WB_OP_ABS ? val(th, &o[1]) & 0x7FFFFFFFu : (val(th, &o[1]) ^ 0x80000000u) & 0xFFFFFFFFu;
             break;
@@ -2076,14 +2103,19 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
     params[10] = (uintptr_t)x, params[11] = (uintptr_t)gc, params[12] = (uintptr_t)gs;
     params[13] = groups, params[14] = gsize;
     gbuf bufs[] = {buf_of(x, n * 2, BUF_INPUT, "activations"), buf_of(gc, nc, BUF_OUT, "codes"),
-                   buf_of(gs, (size_t)groups * 4, BUF_OUT, "scales")};
+                   buf_of(gs, (size_t)groups * wb_type_file_bytes(f.as), BUF_OUT, "scales")};
     run_func(&fn, &dims, params, bufs, 3);
     for (size_t i = 0; i < nc; i++)
         CHECK(gc[i] == packed[i], "quantizer %s x=%s %s: code byte %zu = 0x%02x, reference 0x%02x (x = %g)", spec,
               bf16 ? "bf16" : "f16", wb_arch_name(arch), i, gc[i], packed[i], (double)xf[f.a.bits == 4 ? 2 * i : i]);
+    int sb = wb_type_file_bytes(f.as); /* f32, or one byte (e8m0, e4m3 block scales) */
     for (uint32_t g = 0; g < groups; g++)
-        CHECK(!memcmp(&gs[g], &sc[g], 4), "quantizer %s %s: scale %u = %a, reference %a", spec, wb_arch_name(arch), g,
-              (double)gs[g], (double)sc[g]);
+        CHECK(!memcmp((uint8_t *)gs + (size_t)g * sb, (uint8_t *)sc + (size_t)g * sb, (size_t)sb),
+              "quantizer %s %s: scale %u differs from the reference's (0x%08x, 0x%08x as words)", spec,
+              wb_arch_name(arch), g, sb == 4 ? (unsigned)((uint32_t *)gs)[g] : ((uint8_t *)gs)[g],
+              sb == 4 ? (unsigned)((uint32_t *)sc)[g] : ((uint8_t *)sc)[g]);
+    for (size_t i = (size_t)groups * sb; i < (size_t)groups * 4; i++) /* past the scales: the poison */
+        CHECK(((uint8_t *)gs)[i] == 0xFF, "quantizer %s: a byte past the scales was written", spec);
     free(x), free(xf), free(sc), free(gs), free(codes), free(packed), free(gc);
     wb_arena_destroy(arena);
 }
@@ -2094,6 +2126,11 @@ START_TEST(quantizer_matches_reference)
         {"int8", WB_ARCH_SM90A, 7, 1024}, {"int8,ag=128", WB_ARCH_SM80, 5, 512}, {"fp8", WB_ARCH_SM90A, 4, 512},
         {"a=e5m2,ag=256,w=e4m3,ws=f32,g=0", WB_ARCH_SM89, 3, 768}, {"w4a4-int4", WB_ARCH_SM90A, 5, 256},
         {"w4a4-int4,ag=128", WB_ARCH_SM75, 2, 384},
+        /* e2m1 with block scales: MX (e8m0 per 32), NVFP4's e4m3 per 16 without the tensor scale, 64, 128 */
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 6, 512},
+        {"a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM90A, 5, 256},
+        {"a=e2m1,ag=64,as=e8m0,w=int4,g=128", WB_ARCH_SM80, 4, 256},
+        {"a=e2m1,ag=128,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM100A, 3, 384},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int bf16 = 0; bf16 < 2; bf16++)

@@ -746,7 +746,8 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
 }
 
 /* ---- the activation quantizer on the GPU (wb_gpu_quantize_acts) against the host reference, byte for
- * byte: s8, e4m3 and e5m2 codes per token and per group, from f16 and bf16, on random values with an
+ * byte: s8, s4, e4m3 and e5m2 codes per token and per group, e2m1 with e8m0 or e4m3 block scales, from
+ * f16 and bf16, on random values with an
  * all-zero row, outliers and values near zero. One line per case; its kernel goes into the ledger. */
 
 static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_t k, int index)
@@ -759,7 +760,7 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
     wb_sha256_hex(ptx, strlen(ptx), sha);
     free(ptx);
     int64_t groups = m * (f.ag ? k / f.ag : 1);
-    size_t n = (size_t)(m * k);
+    size_t n = (size_t)(m * k), sbytes = (size_t)groups * (size_t)wb_type_file_bytes(f.as); /* f32, or e8m0/e4m3 */
     uint16_t *x = malloc(n * 2);
     float *xf = malloc(n * sizeof *xf), *sc = malloc((size_t)groups * 4), *gs = malloc((size_t)groups * 4);
     uint8_t *codes = malloc(n), *gc = malloc(n);
@@ -781,19 +782,18 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
     if (!s && f.a.bits == 4 && !(s = wb_pack_acts(&f, m, k, codes, gc)))
         memcpy(codes, gc, nc);
     if (!s && !(s = wb_gpu_alloc(t->gpu, n * 2, &dx)) && !(s = wb_gpu_alloc(t->gpu, n, &dc)))
-        s = wb_gpu_alloc(t->gpu, (size_t)groups * 4, &ds);
+        s = wb_gpu_alloc(t->gpu, sbytes, &ds);
     if (!s && !(s = wb_gpu_upload(t->gpu, dx, x, n * 2)) && !(s = wb_gpu_memset(t->gpu, dc, 0xA5, n)))
-        s = wb_gpu_memset(t->gpu, ds, 0xFF, (size_t)groups * 4); /* poison */
+        s = wb_gpu_memset(t->gpu, ds, 0xFF, sbytes); /* poison */
     if (!s && !(s = wb_gpu_quantize_acts(t->gpu, &f, xt, m, k, dx, dc, ds, NULL)) && !(s = wb_gpu_sync(t->gpu)) &&
         !(s = wb_gpu_download(t->gpu, gc, dc, n)))
-        s = wb_gpu_download(t->gpu, gs, ds, (size_t)groups * 4);
+        s = wb_gpu_download(t->gpu, gs, ds, sbytes);
     int64_t bad = 0;
     for (size_t i = nc; !s && i < n; i++) /* past the packed codes: still the poison */
         bad += gc[i] != 0xA5;
     for (size_t i = 0; !s && i < nc; i++)
         bad += gc[i] != codes[i];
-    for (int64_t i = 0; !s && i < groups; i++)
-        bad += memcmp(&gs[i], &sc[i], 4) != 0;
+    bad += !s && memcmp(gs, sc, sbytes) != 0;
     int ok = !s && !bad;
     snprintf(cfg, sizeof cfg, "quantizer,x=%s", bf16 ? "bf16" : "f16");
     record_kernel(t, sha, spec, cfg, 0, !ok);
@@ -818,7 +818,9 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
 static void run_quant_cases(selftest *t, int quick)
 {
     static const char *const specs[] = {"int8", "int8,ag=128", "fp8", "fp8-block", "a=e5m2,w=e4m3,ws=f32,g=0",
-                                        "a=e5m2,ag=256,w=e4m3,ws=f32,g=0", "w4a4-int4", "w4a4-int4,ag=128"};
+                                        "a=e5m2,ag=256,w=e4m3,ws=f32,g=0", "w4a4-int4", "w4a4-int4,ag=128",
+                                        "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32",
+                                        "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16"};
     static const int64_t shapes[][2] = {{1, 4096}, {77, 1024}, {300, 8192}};
     int index = 0;
     for (size_t sp = 0; sp < sizeof specs / sizeof specs[0]; sp++)
