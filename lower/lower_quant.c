@@ -1,6 +1,7 @@
 /* The activation quantizer on the GPU: f16/bf16 activations -> the codes of a W8A8 format's `a` type
  * (s8, e4m3, e5m2: one byte each; s4: two to a byte, as wb_pack_acts) and one f32 scale per token (ag=0) or per token and `ag` elements of
- * K, bit for bit the host reference (dsl/quantize.c): s = f32(amax / max_a), code = RNE-saturate(x / s).
+ * K, bit for bit the host reference (dsl/quantize.c): s = f32(amax / max_a), code = RNE-saturate(x / s);
+ * or e2m1 codes with e8m0 / e4m3 block scales (lower_quant_fp4, below).
  *
  * One warp per group. Groups are contiguous in the row-major M x K input (group gw starts at element
  * gw * gsize and its scale is scales[gw]), so the kernel takes the group count and size, not M and K.

@@ -2063,9 +2063,10 @@ START_TEST(a16_kernel_k_slices)
 END_TEST
 
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
- * three magnitudes, outliers, an all-zero row) -> codes and f32 scales, byte for byte those of the host
- * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K. Mutants of its
- * round-to-odd quotient, the shuffle tree and the scale's f64 division fail here. */
+ * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
+ * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
+ * e8m0 or e4m3 block scales. Mutants of its round-to-odd quotient, the shuffle trees, the e2m1
+ * midpoints and the e8m0 exponent fail here. */
 static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64_t k)
 {
     wb_format f;
