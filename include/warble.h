@@ -321,15 +321,22 @@ WB_API wb_status wb_layer_gemm_q(wb_layer *layer, int64_t m, wb_devptr a, wb_dev
                                  void *stream);
 WB_API wb_status wb_layer_gemm_qg(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr a_scale, wb_devptr a_global,
                                   wb_devptr out, void *stream);
-/* Quantize activations on the GPU, ahead of wb_layer_gemm_q: x = M x K f16 or bf16 (x_type) ->
- * codes (M x K, one byte each, the format's `a` type: s8, e4m3 or e5m2) and scales (f32, M x K/ag, or
- * M with ag=0), bit for bit wb_reference_quantize_acts. K a multiple of 128 (and of ag, itself a
- * multiple of 128). On `stream`; no allocation, no synchronization; the first call for a (format,
- * x_type) JITs its kernel. x must be finite (the reference refuses what is not). */
+/* Quantize activations on the GPU, ahead of wb_layer_gemm_q: x = M x K f16 or bf16 (x_type) -> codes
+ * in the kernels' layout (wb_acts_bytes: s8, e4m3, e5m2 one byte each; s4 and e2m1 two to a byte) and
+ * scales (f32, M x K/ag, or M with ag=0, a multiple of 128; or e2m1's e8m0/e4m3 block scales, one
+ * byte per ag = 16..128), bit for bit wb_reference_quantize_acts. K a multiple of 128. On `stream`; no
+ * allocation, no synchronization; the first call for a (format, x_type) JITs its kernel. x must be
+ * finite (the reference refuses what is not). A format with a tensor scale (ags=1, e.g. nvfp4) takes
+ * wb_gpu_quantize_acts_g, which also writes that f32 to a_global (one block's pass over x first, then
+ * the quantizer: two launches), ahead of wb_layer_gemm_qg. */
 WB_API wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k,
                                       wb_devptr x, wb_devptr codes, wb_devptr scales, void *stream);
-/* Its PTX for an architecture (free() it). */
+WB_API wb_status wb_gpu_quantize_acts_g(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k,
+                                        wb_devptr x, wb_devptr codes, wb_devptr scales, wb_devptr a_global,
+                                        void *stream);
+/* Its PTX for an architecture (free() it); _global: the tensor-scale pass of an ags=1 format. */
 WB_API wb_status wb_quant_ptx(const wb_format *f, wb_type x_type, wb_arch arch, char **ptx_out);
+WB_API wb_status wb_quant_global_ptx(const wb_format *f, wb_type x_type, wb_arch arch, char **ptx_out);
 /* Both in one call for a layer with quantized activations: x (M x K, x_type f16 or bf16) quantized
  * into the caller's scratch (codes: M x K bytes; scales: M x K/ag f32, or M with ag=0), then the
  * GEMM on them, on `stream`, back to back (the GEMM waits for the quantizer through the stream). */

@@ -24,6 +24,11 @@ const char *wb_quant_entry(void);
 /* Its instructions into fn (wb_func_init'ed on an arena; fn->target set here): what wb_quant_ptx prints,
  * and what the CPU interpreter of the tests runs. */
 wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn);
+/* e2m1 with a tensor scale (ags=1): the pass that writes it (one block, wb_quant_global_dims), launched
+ * before the quantizer, which reads it (its p_global) */
+wb_status wb_lower_quant_global(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn);
+void wb_quant_global_dims(wb_launch_dims *d);
+const char *wb_quant_global_entry(void);
 
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`
  * 4 registers per scale group (scale pair for row gid, for gid + 8, then the zero pairs), the group

@@ -260,7 +260,15 @@ static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
     for (int d = fm->ag / 8; d >= 1; d /= 2) /* the group's ag / 4 lanes */
         wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
                 wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
-    wb_reg a64 = f64_of(f, amax), code, s64;
+    /* the tensor scale g (ags=1): the f32 that wb_quant_global wrote; else 1. The block's amax / g is
+     * what the scale rounds, as the reference divides it */
+    wb_reg a64 = f64_of(f, amax), code, s64, g64 = {-1};
+    if (fm->ags) {
+        wb_reg gp = param(f, "p_global", "u64", WB_RC_B64), g32 = wb_new_reg(f, WB_RC_F32);
+        wb_emit(f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(g32), wb_r(gp));
+        g64 = f64_of(f, g32);
+        a64 = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(a64), wb_r(g64));
+    }
     if (fm->as.kind == WB_KIND_E8M0) {
         wb_reg ex = op1(f, WB_OP_CVT, "u32.u64", WB_RC_B32,
                         wb_r(op2(f, WB_OP_SHR, "u64", WB_RC_B64, wb_r(a64), wb_imm(52)))); /* |amax|: no sign */
@@ -283,6 +291,9 @@ static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
         wb_emit(f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(h2));
         s64 = f64_of(f, op1(f, WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[0])));
     }
+    wb_reg s_code = s64; /* zero test on the scale itself */
+    if (fm->ags) /* x / (s g): s g is exact in f64 (4 + 24 significant bits at most) */
+        s64 = op2(f, WB_OP_MUL_F64, NULL, WB_RC_B64, wb_r(s64), wb_r(g64));
     /* the group's first lane stores its scale byte: group gl / (ag / 4) */
     wb_reg lead = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(lead), wb_r(op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(lane), wb_imm(fm->ag / 4 - 1))),
@@ -292,7 +303,7 @@ static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
     wb_emit(f, WB_OP_ST_GLOBAL, "u8", 2, wb_r(sa), wb_r(code));
     wb_guard_last(f, lead, 0);
     wb_reg zero = wb_new_reg(f, WB_RC_PRED); /* e4m3 scale 0: codes 0 */
-    wb_emit(f, WB_OP_SETP_EQ, "f64", 3, wb_r(zero), wb_r(s64), wb_r(f64_const(f, 0.0)));
+    wb_emit(f, WB_OP_SETP_EQ, "f64", 3, wb_r(zero), wb_r(s_code), wb_r(f64_const(f, 0.0)));
     wb_reg word = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_imm(0));
     for (int i = 0; i < 4; i++) {
         wb_reg q = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(f64_of(f, v[i])), wb_r(s64));
@@ -322,10 +333,6 @@ wb_status wb_quant_check(const wb_format *f, wb_type x, wb_arch arch)
     int ints = f->a.kind == WB_KIND_INT && (f->a.bits == 8 || f->a.bits == 4), fp8 = wb_type_fp8(f->a);
     if (wb_format_fp4_acts(f)) { /* e2m1: block scales (lower_quant_fp4) */
         int e4m3 = f->as.kind == WB_KIND_FLOAT;
-        if (f->ags)
-            return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer writes e2m1 codes with block scales but not the "
-                                               "tensor scale (ags=1: it needs a pass over the whole tensor first; "
-                                               "the host reference does it: warble quant without --device)");
         if (f->ag < 16 || f->ag > 128 || (f->ag & (f->ag - 1)))
             return wb_fail(WB_ERR_UNSUPPORTED, "the GPU quantizer takes e2m1 blocks of 16, 32, 64 or 128 along K "
                                                "(got ag=%d)", f->ag);
@@ -381,34 +388,134 @@ wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *f
     return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
 }
 
-wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_out)
+/* The tensor scale of e2m1 activations with ags=1, ahead of the quantizer: one block of 1024 threads
+ * walks the whole M x K input (4 activations a lane a step), a butterfly per warp and one over the 32
+ * warps' maxima (shared memory) give amax; thread 0 writes g = f32(amax / 6 / 448) (e4m3 block
+ * scales; amax / 6 with e8m0 ones), the divisions in f64 as the reference's, or 1 where amax is 0.
+ * One block keeps it free of atomics and of a zeroed word: at decode sizes it reads a few hundred KB. */
+enum { GLOBAL_THREADS = 1024 };
+
+static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
+{
+    if (f->target->features & WB_FEAT_GRIDDEP)
+        wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    wb_reg x = param(f, "p_x", "u64", WB_RC_B64), gp = param(f, "p_global", "u64", WB_RC_B64);
+    wb_reg n4 = param(f, "p_n4", "u32", WB_RC_B32);
+    wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    wb_reg i = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_r(tid)), amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f));
+    const char *loop = wb_new_label(f, "amax"), *reduce = wb_new_label(f, "reduce");
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(loop));
+    wb_reg end = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(end), wb_r(i), wb_r(n4));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(end), wb_text(reduce));
+    wb_reg v[4];
+    load4(f, bf16, op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(i), wb_imm(8)))), v);
+    for (int j = 0; j < 4; j++)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[j]))));
+    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_imm(GLOBAL_THREADS));
+    wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(loop));
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(reduce));
+    for (int d = 16; d >= 1; d /= 2)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
+                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+    wb_reg smem = wb_new_reg(f, WB_RC_B32);
+    wb_emit(f, WB_OP_SMEM_BASE, NULL, 2, wb_r(smem), wb_text("smem"));
+    wb_reg first = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(lane), wb_imm(0));
+    wb_reg slot = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))),
+                      wb_imm(4), wb_r(smem));
+    wb_emit(f, WB_OP_ST_SHARED, "f32", 2, wb_r(slot), wb_r(amax));
+    wb_guard_last(f, first, 0);
+    wb_emit(f, WB_OP_BAR_SYNC, NULL, 0);
+    const char *done = wb_new_label(f, "done");
+    wb_reg notw0 = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(notw0), wb_r(tid), wb_imm(32));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(notw0), wb_text(done));
+    wb_reg all = wb_new_reg(f, WB_RC_F32);
+    wb_emit(f, WB_OP_LD_SHARED, "f32", 2, wb_r(all), wb_r(op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(lane), wb_imm(4), wb_r(smem))));
+    for (int d = 16; d >= 1; d /= 2)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(all), wb_r(all), wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(all), wb_imm(d))));
+    wb_reg t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(f64_of(f, all)), wb_r(f64_const(f, 6.0)));
+    if (fm->as.kind == WB_KIND_FLOAT) /* e4m3 block scales then use e4m3's whole range */
+        t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(t), wb_r(f64_const(f, 448.0)));
+    wb_reg g = op1(f, WB_OP_CVT, "rn.f32.f64", WB_RC_F32, wb_r(t)), zero = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "f32", 3, wb_r(zero), wb_r(all), wb_f32(0.0f));
+    g = op3(f, WB_OP_SELP, "b32", WB_RC_B32, wb_hex(0x3F800000u), wb_r(g), wb_r(zero)); /* 1.0f */
+    wb_emit(f, WB_OP_ST_GLOBAL, "f32", 2, wb_r(gp), wb_r(g));
+    wb_guard_last(f, first, 0);
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    wb_emit(f, WB_OP_RET, NULL, 0);
+}
+
+const char *wb_quant_global_entry(void) { return "wb_quant_global"; }
+
+wb_status wb_lower_quant_global(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn)
+{
+    wb_status s = wb_quant_check(f, x, arch);
+    if (s)
+        return s;
+    if (!f->ags)
+        return wb_fail(WB_ERR_INVALID, "wb_quant_global: the format has no tensor scale (ags=0)");
+    fn->target = wb_target_get(arch);
+    lower_quant_global(fn, f, x.kind == WB_KIND_BF16);
+    return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
+}
+
+void wb_quant_global_dims(wb_launch_dims *d)
+{
+    memset(d, 0, sizeof *d);
+    d->grid[0] = d->grid[1] = d->grid[2] = 1;
+    d->block[0] = GLOBAL_THREADS, d->block[1] = d->block[2] = 1;
+    d->smem_bytes = 4 * GLOBAL_THREADS / 32;
+}
+
+/* Print one of the two kernels (global: the tensor-scale pass) */
+static wb_status print_ptx(const wb_format *f, wb_type x, wb_arch arch, int global, char **ptx_out)
 {
     if (!ptx_out)
         return wb_fail(WB_ERR_INVALID, "wb_quant_ptx: bad argument");
     *ptx_out = NULL;
-    wb_status s = wb_quant_check(f, x, arch);
-    if (s)
-        return s;
     const wb_target *t = wb_target_get(arch);
     wb_arena *arena = wb_arena_create();
     if (!arena)
         return wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer");
     wb_func fn;
     wb_func_init(&fn, arena);
-    wb_lower_quant(f, x, arch, &fn);
-    static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize"};
-    char an[8], title[96];
-    char sn[8];
-    snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, %s scales per group", x.kind == WB_KIND_BF16 ? "bf16" : "f16",
-             wb_type_name(f->a, an), wb_type_name(f->as, sn));
+    wb_status s = global ? wb_lower_quant_global(f, x, arch, &fn) : wb_lower_quant(f, x, arch, &fn);
+    if (s) {
+        wb_arena_destroy(arena);
+        return s;
+    }
+    static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize",
+                                         "u64 p_global"};
+    static const char *const gparams[] = {"u64 p_x", "u64 p_global", "u32 p_n4"};
+    char an[8], sn[8], title[128];
+    if (global)
+        snprintf(title, sizeof title, "activation quantizer, tensor scale: %s -> f32 amax-based scale",
+                 x.kind == WB_KIND_BF16 ? "bf16" : "f16");
+    else
+        snprintf(title, sizeof title, "activation quantizer: %s -> a=%s, %s scales per group",
+                 x.kind == WB_KIND_BF16 ? "bf16" : "f16", wb_type_name(f->a, an), wb_type_name(f->as, sn));
     /* f32 -> fp8 conversions on sm_89 need PTX 8.1 (sm_89 is otherwise emitted as 7.8); 8.4 as its fp8 GEMM */
     int to_fp8 = wb_type_fp8(f->a) || (wb_format_fp4_acts(f) && f->as.kind == WB_KIND_FLOAT); /* e4m3 block scales */
-    const char *version = strcmp(t->ptx_version, "8.1") < 0 && to_fp8 ? "8.4" : t->ptx_version;
-    wb_ptx_header h = {version, t->ptx_target, wb_quant_entry(), params, (int)WB_COUNT(params), 0, 32 * QUANT_WARPS,
-                       title};
+    const char *version = strcmp(t->ptx_version, "8.1") < 0 && to_fp8 && !global ? "8.4" : t->ptx_version;
+    wb_ptx_header h = {version, t->ptx_target, global ? wb_quant_global_entry() : wb_quant_entry(),
+                       global ? gparams : params, global ? (int)WB_COUNT(gparams) : (int)WB_COUNT(params),
+                       global ? 16 : 0, global ? GLOBAL_THREADS : 32 * QUANT_WARPS, title};
     if (!fn.oom)
         *ptx_out = wb_emit_ptx(&fn, &h, 0);
     s = *ptx_out ? WB_OK : wb_fail(WB_ERR_NOMEM, "out of memory printing the quantizer");
     wb_arena_destroy(arena);
     return s;
+}
+
+wb_status wb_quant_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_out)
+{
+    return print_ptx(f, x, arch, 0, ptx_out);
+}
+
+wb_status wb_quant_global_ptx(const wb_format *f, wb_type x, wb_arch arch, char **ptx_out)
+{
+    return print_ptx(f, x, arch, 1, ptx_out);
 }

@@ -26,15 +26,15 @@ static void *cached(wb_gpu *gpu, uint32_t key)
     return fn;
 }
 
-static wb_status quant_function(wb_gpu *gpu, const wb_format *f, wb_type x, void **fn)
+static wb_status quant_function(wb_gpu *gpu, const wb_format *f, wb_type x, int global, void **fn)
 {
-    uint32_t key = quant_key(f, x);
+    uint32_t key = quant_key(f, x) ^ (uint32_t)global << 31; /* global: the tensor-scale pass */
     if ((*fn = cached(gpu, key)) != NULL)
         return WB_OK;
     char *ptx = NULL;
-    wb_status s = wb_quant_ptx(f, x, gpu->arch, &ptx);
-    if (!s)
-        s = wb_gpu_load(gpu, ptx, wb_quant_entry(), fn); /* the module cache owns the function */
+    wb_status s = global ? wb_quant_global_ptx(f, x, gpu->arch, &ptx) : wb_quant_ptx(f, x, gpu->arch, &ptx);
+    if (!s) /* the module cache owns the function */
+        s = wb_gpu_load(gpu, ptx, global ? wb_quant_global_entry() : wb_quant_entry(), fn);
     free(ptx);
     if (s)
         return s;
@@ -47,14 +47,19 @@ static wb_status quant_function(wb_gpu *gpu, const wb_format *f, wb_type x, void
     return WB_OK;
 }
 
-wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k, wb_devptr x,
-                               wb_devptr codes, wb_devptr scales, void *stream)
+static wb_status quantize(wb_gpu *gpu, const char *call, const wb_format *f, wb_type x_type, int64_t m, int64_t k,
+                          wb_devptr x, wb_devptr codes, wb_devptr scales, wb_devptr global, void *stream)
 {
-    wb_status s = wb_gpu_enter(gpu, "wb_gpu_quantize_acts");
+    wb_status s = wb_gpu_enter(gpu, call);
     if (s)
         return s;
     if (!f || !x || !codes || !scales)
-        return wb_fail(WB_ERR_INVALID, "wb_gpu_quantize_acts: NULL %s", !f ? "format" : !x ? "x" : !codes ? "codes" : "scales");
+        return wb_fail(WB_ERR_INVALID, "%s: NULL %s", call, !f ? "format" : !x ? "x" : !codes ? "codes" : "scales");
+    if (f->ags && !global)
+        return wb_fail(WB_ERR_INVALID, "%s: a format with a tensor scale (ags=1) writes it too: use "
+                                       "wb_gpu_quantize_acts_g with its address", call);
+    if (!f->ags && global)
+        return wb_fail(WB_ERR_INVALID, "%s: the format has no tensor scale (ags=0): use wb_gpu_quantize_acts", call);
     if ((s = wb_quant_check(f, x_type, gpu->arch)) != WB_OK)
         return s;
     wb_launch_dims d;
@@ -62,8 +67,31 @@ wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, 
     if ((s = wb_quant_dims(f, m, k, &d, &groups, &gsize)) != WB_OK)
         return s;
     void *fn = NULL;
-    if ((s = quant_function(gpu, f, x_type, &fn)) != WB_OK)
+    if (global) { /* the tensor scale first, which the quantizer reads */
+        wb_launch_dims gd;
+        wb_quant_global_dims(&gd);
+        uint32_t n4 = (uint32_t)(m * k / 4);
+        void *gparams[] = {&x, &global, &n4};
+        if ((s = quant_function(gpu, f, x_type, 1, &fn)) != WB_OK ||
+            (s = wb_gpu_launch(gpu, fn, &gd, stream, gparams)) != WB_OK)
+            return s;
+    }
+    if ((s = quant_function(gpu, f, x_type, 0, &fn)) != WB_OK)
         return s;
-    void *params[] = {&x, &codes, &scales, &groups, &gsize};
+    void *params[] = {&x, &codes, &scales, &groups, &gsize, &global};
     return wb_gpu_launch(gpu, fn, &d, stream, params);
+}
+
+wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k, wb_devptr x,
+                               wb_devptr codes, wb_devptr scales, void *stream)
+{
+    return quantize(gpu, "wb_gpu_quantize_acts", f, x_type, m, k, x, codes, scales, 0, stream);
+}
+
+wb_status wb_gpu_quantize_acts_g(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k, wb_devptr x,
+                                 wb_devptr codes, wb_devptr scales, wb_devptr a_global, void *stream)
+{
+    if (!a_global)
+        return wb_fail(WB_ERR_INVALID, "wb_gpu_quantize_acts_g: NULL a_global");
+    return quantize(gpu, "wb_gpu_quantize_acts_g", f, x_type, m, k, x, codes, scales, a_global, stream);
 }

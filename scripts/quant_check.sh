@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU activation quantizer against the host reference (`warble quant --device`), byte for byte:
 # s8, s4, e4m3 and e5m2 codes, per token and per group of 128, and e2m1 with e8m0 (MX) or e4m3 block
-# scales (NVFP4 without the tensor scale), f16 and bf16 inputs, shapes from one token
+# scales (NVFP4 with and without the tensor scale), f16 and bf16 inputs, shapes from one token
 # to many; inputs random normal with outliers, an all-zero row, tiny and huge values. Needs a GPU.
 set -uo pipefail
 W=${WARBLE:-build/warble}
@@ -26,10 +26,12 @@ else:
 PY
     for spec in "int8" "int8,ag=128" "fp8" "fp8-block" "a=e5m2,w=e4m3,ws=f32,g=0" "a=e5m2,ag=256,w=e4m3,ws=f32,g=0" \
                 "w4a4-int4" "w4a4-int4,ag=128" "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32" \
-                "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16"; do
+                "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16" "nvfp4"; do
       runs=$((runs + 1))
+      global=()  # nvfp4's tensor scale (ags=1)
+      [ "$spec" = nvfp4 ] && global=(--a-global "$tmp/g")
       if ! "$W" quant "$spec" --m "$m" --k "$k" --x "$tmp/x" --x-type "$xt" --a "$tmp/a" --a-scale "$tmp/s" \
-          --device "${DEVICE:-0}" 2>"$tmp/err"; then
+          "${global[@]}" --device "${DEVICE:-0}" 2>"$tmp/err"; then
         fails=$((fails + 1)); echo "FAIL quant $spec m=$m k=$k x=$xt: $(cat "$tmp/err")"
       else
         echo "ok   quant $spec m=$m k=$k x=$xt"

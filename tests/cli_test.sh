@@ -392,7 +392,10 @@ if expect 0 "quant --arch e2m1, e8m0 blocks" "" -- $W quant a=e2m1,ag=32,as=e8m0
     grep -q 'shfl.sync.bfly.b32' "$tmp/out" || fail "quant e2m1: no butterfly over the block's lanes"
     grep -q 'st.global.u8' "$tmp/out" || fail "quant e2m1: no scale byte stored"
 fi
-expect 2 "quant --arch e2m1 with the tensor scale" "not the tensor scale (ags=1" -- $W quant nvfp4 --arch sm_90a
+if expect 0 "quant --arch nvfp4: the tensor-scale pass, then the quantizer" "" -- $W quant nvfp4 --arch sm_90a; then
+    [ "$(grep -c "^.visible .entry" "$tmp/out")" = 2 ] || fail "quant nvfp4: not two kernels"
+    grep -q "^.visible .entry wb_quant_global(" "$tmp/out" || fail "quant nvfp4: no tensor-scale pass"
+fi
 expect 2 "quant --arch e2m1, e4m3 blocks on sm_80" "no f32 -> e4m3 conversion for the block scales" \
     -- $W quant a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16 --arch sm_80
 expect 2 "quant --arch e2m1 blocks of 256" "blocks of 16, 32, 64 or 128" \

@@ -101,7 +101,7 @@ PTXAS_BIN=${PTXAS:-ptxas}
 qid=90000
 for arch in $ARCHS; do
     for spec in int8 fp8 a=e5m2,w=e4m3,ws=f32,g=0 w4a4-int4 a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 \
-                a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16; do
+                a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16 nvfp4; do
         for xt in f16 bf16; do
             qid=$((qid + 1))
             total=$((total + 1))
@@ -110,7 +110,13 @@ for arch in $ARCHS; do
             rc=$?
             case "$arch:$spec:$rc" in
             sm_75:int8:0|sm_80:int8:0|sm_86:int8:0|sm_75:w4a4-int4:0|sm_80:w4a4-int4:0|sm_86:w4a4-int4:0|sm_89:*:0|sm_90a:*:0|sm_100a:*:0|sm_103a:*:0|sm_120a:*:0|sm_75:*as=e8m0*:0|sm_80:*as=e8m0*:0|sm_86:*as=e8m0*:0)
-                if "$PTXAS_BIN" -arch="$arch" "$out/$qid.ptx" -o /dev/null >>"$log" 2>&1 && ! grep -qi warning "$log"; then
+                # one module per kernel (nvfp4: the tensor-scale pass, then the quantizer), each assembled
+                csplit -s -z -f "$out/$qid.part" "$out/$qid.ptx" '/^\/\/ activation quantizer/' '{*}'
+                ok=1
+                for part in "$out/$qid.part"*; do
+                    "$PTXAS_BIN" -arch="$arch" "$part" -o /dev/null >>"$log" 2>&1 || ok=0
+                done
+                if [ $ok = 1 ] && ! grep -qi warning "$log"; then
                     echo "$arch quant $spec x=$xt ok" >>"$log"
                     echo pass >"$out/$qid.rc"
                 else

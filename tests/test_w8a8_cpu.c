@@ -114,7 +114,7 @@ typedef struct tc_rec {
     int mbar, phase, open;
 } tc_rec;
 
-enum { NPARAMS = 15, MAX_BUFS = 8 };
+enum { NPARAMS = 17, MAX_BUFS = 8 };
 
 /* What a buffer is to the kernel: its output; an input that the previous kernel on the stream may
  * write (activations and their scales); or the layer's own packed data, which no kernel writes. */
@@ -173,7 +173,8 @@ typedef struct emu {
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
                                                  "p_ascale", "p_aglobal",
                                                  /* the activation quantizer's (lower/lower_quant.c) */
-                                                 "p_x", "p_codes", "p_scales", "p_groups", "p_gsize"};
+                                                 "p_x", "p_codes", "p_scales", "p_groups", "p_gsize", "p_global",
+                                                 "p_n4"};
 
 static uint64_t val(const thread *th, const wb_opnd *o)
 {
@@ -776,6 +777,15 @@ static void run_thread(emu *e, int i)
             break;
         case WB_OP_PACK_B16X2: *d = (val(th, &o[1]) & 0xFFFF) | (val(th, &o[2]) & 0xFFFF) << 16; break;
         case WB_OP_MUL_F32: *d = from_f32(as_f32(val(th, &o[1])) * as_f32(val(th, &o[2]))); break;
+        case WB_OP_MUL_F64: {
+            double x, y, z;
+            uint64_t a = val(th, &o[1]), b = val(th, &o[2]);
+            memcpy(&x, &a, 8);
+            memcpy(&y, &b, 8);
+            z = x * y;
+            memcpy(d, &z, 8);
+            break;
+        }
         case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
         case WB_OP_FMA_X2:
             if (strcmp(in->type, "f16x2") == 0 || strcmp(in->type, "bf16x2") == 0) {
@@ -2096,16 +2106,30 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
         x[i] = (uint16_t)double_to_half(bf16, v);
         xf[i] = (float)half_to_double(bf16, x[i]);
     }
-    ck_assert_int_eq(wb_reference_quantize_acts(&f, m, k, xf, codes, sc, NULL), WB_OK);
+    float global = 0, gg = -1; /* the tensor scale (ags=1): the reference's, the kernels' (poison) */
+    ck_assert_int_eq(wb_reference_quantize_acts(&f, m, k, xf, codes, sc, &global), WB_OK);
     ck_assert_int_eq(wb_pack_acts(&f, m, k, codes, packed), WB_OK);
     memset(gc, 0xA5, nc);
     memset(gs, 0xFF, (size_t)groups * 4);
     uint64_t params[NPARAMS] = {0};
     params[10] = (uintptr_t)x, params[11] = (uintptr_t)gc, params[12] = (uintptr_t)gs;
-    params[13] = groups, params[14] = gsize;
+    params[13] = groups, params[14] = gsize, params[15] = (uintptr_t)&gg, params[16] = (uint64_t)(n / 4);
     gbuf bufs[] = {buf_of(x, n * 2, BUF_INPUT, "activations"), buf_of(gc, nc, BUF_OUT, "codes"),
-                   buf_of(gs, (size_t)groups * wb_type_file_bytes(f.as), BUF_OUT, "scales")};
-    run_func(&fn, &dims, params, bufs, 3);
+                   buf_of(gs, (size_t)groups * wb_type_file_bytes(f.as), BUF_OUT, "scales"),
+                   buf_of(&gg, 4, BUF_OUT, "tensor scale")};
+    if (f.ags) { /* the tensor-scale pass first (one block), then the quantizer reads it */
+        wb_arena *ga = wb_arena_create();
+        ck_assert_ptr_nonnull(ga);
+        wb_func gfn;
+        wb_func_init(&gfn, ga);
+        ck_assert_msg(wb_lower_quant_global(&f, xt, arch, &gfn) == WB_OK, "%s", wb_last_error());
+        wb_launch_dims gd;
+        wb_quant_global_dims(&gd);
+        run_func(&gfn, &gd, params, bufs, 4);
+        CHECK(!memcmp(&gg, &global, 4), "quantizer %s: tensor scale %a, reference %a", spec, (double)gg, (double)global);
+        wb_arena_destroy(ga);
+    }
+    run_func(&fn, &dims, params, bufs, 4);
     for (size_t i = 0; i < nc; i++)
         CHECK(gc[i] == packed[i], "quantizer %s x=%s %s: code byte %zu = 0x%02x, reference 0x%02x (x = %g)", spec,
               bf16 ? "bf16" : "f16", wb_arch_name(arch), i, gc[i], packed[i], (double)xf[f.a.bits == 4 ? 2 * i : i]);
@@ -2132,6 +2156,9 @@ START_TEST(quantizer_matches_reference)
         {"a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM90A, 5, 256},
         {"a=e2m1,ag=64,as=e8m0,w=int4,g=128", WB_ARCH_SM80, 4, 256},
         {"a=e2m1,ag=128,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM100A, 3, 384},
+        /* and the tensor scale (ags=1): nvfp4, MX with one */
+        {"nvfp4", WB_ARCH_SM90A, 6, 512}, {"nvfp4", WB_ARCH_SM120A, 1, 4096},
+        {"a=e2m1,ag=32,as=e8m0,ags=1,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM80, 3, 256},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int bf16 = 0; bf16 < 2; bf16++)

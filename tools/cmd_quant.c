@@ -18,25 +18,29 @@ static int parse_xtype(const char *name, wb_type *t)
     return 0;
 }
 
-/* --arch: the GPU quantizer's PTX on stdout. */
+/* --arch: the GPU quantizer's PTX on stdout (with a tensor scale, ags=1: its pass first, then the
+ * quantizer: two modules, one after the other) */
 static int print_ptx(const wb_format *f, wb_type xt, wb_arch arch)
 {
-    char *ptx = NULL;
-    wb_status s = wb_quant_ptx(f, xt, arch, &ptx);
-    if (s != WB_OK)
-        return cli_lib_fail(s, "quant");
-    fputs(ptx, stdout);
-    free(ptx);
+    for (int global = !f->ags; global < 2; global++) {
+        char *ptx = NULL;
+        wb_status s = global ? wb_quant_ptx(f, xt, arch, &ptx) : wb_quant_global_ptx(f, xt, arch, &ptx);
+        if (s != WB_OK)
+            return cli_lib_fail(s, "quant");
+        fputs(ptx, stdout);
+        free(ptx);
+    }
     return 0;
 }
 
 /* --device: quantize on the GPU into codes and scales, and compare them with the host reference's. */
 static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, int64_t k, const void *raw,
-                  size_t xbytes, void *codes, size_t cbytes, void *scales, size_t sbytes)
+                  size_t xbytes, void *codes, size_t cbytes, void *scales, size_t sbytes, float global)
 {
     int device, rc = cli_device(a, &device);
     wb_gpu *gpu = NULL;
-    wb_devptr dx = 0, dc = 0, ds = 0;
+    wb_devptr dx = 0, dc = 0, ds = 0, dg = 0;
+    float gg = -1;
     if (rc || (rc = cli_lib_fail_if(wb_gpu_create(device, &gpu), "wb_gpu_create")))
         return rc;
     /* the GPU writes the kernels' layout (s4 two to a byte): the reference's codes packed the same way */
@@ -64,19 +68,24 @@ static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, 
         s = wb_gpu_memset(gpu, dc, 0xA5, cbytes);
     if (!s)
         s = wb_gpu_memset(gpu, ds, 0xFF, sbytes);
+    if (!s && f->ags && !(s = wb_gpu_alloc(gpu, 4, &dg))) /* the tensor scale, poisoned */
+        s = wb_gpu_memset(gpu, dg, 0xFF, 4);
     if (!s)
-        s = wb_gpu_quantize_acts(gpu, f, xt, m, k, dx, dc, ds, NULL);
+        s = f->ags ? wb_gpu_quantize_acts_g(gpu, f, xt, m, k, dx, dc, ds, dg, NULL)
+                   : wb_gpu_quantize_acts(gpu, f, xt, m, k, dx, dc, ds, NULL);
     if (!s)
         s = wb_gpu_sync(gpu);
     if (!s)
         s = wb_gpu_download(gpu, gc, dc, cbytes);
     if (!s)
         s = wb_gpu_download(gpu, gs, ds, sbytes);
+    if (!s && dg)
+        s = wb_gpu_download(gpu, &gg, dg, 4);
     if (s != WB_OK)
         rc = cli_lib_fail(s, "quant --device");
-    else if (memcmp(gc, want, pbytes) || memcmp(gs, scales, sbytes))
+    else if (memcmp(gc, want, pbytes) || memcmp(gs, scales, sbytes) || (f->ags && memcmp(&gg, &global, 4)))
         rc = cli_fail(CLI_FAILED, "quant --device: the GPU's %s differ from the host reference's",
-                      memcmp(gc, want, pbytes) ? "codes" : "scales");
+                      memcmp(gc, want, pbytes) ? "codes" : memcmp(gs, scales, sbytes) ? "scales" : "tensor scale");
     else
         fprintf(stderr, "warble: quant --device: %lld x %lld on %s, codes and scales equal to the host reference\n",
                 (long long)m, (long long)k, wb_gpu_name(gpu));
@@ -89,6 +98,8 @@ static int on_gpu(const cli_args *a, const wb_format *f, wb_type xt, int64_t m, 
         wb_gpu_free(gpu, dc);
     if (ds)
         wb_gpu_free(gpu, ds);
+    if (dg)
+        wb_gpu_free(gpu, dg);
     wb_gpu_destroy(gpu);
     return rc;
 }
@@ -138,7 +149,7 @@ int cmd_quant(int argc, char **argv)
         if (s != WB_OK)
             rc = cli_lib_fail(s, "quant");
         else if (cli_has(&a, O_DEVICE) &&
-                 (rc = on_gpu(&a, &f, xt, m, k, raw, xbytes, codes, l.bytes[F_A], scales, l.bytes[F_ASCALE])))
+                 (rc = on_gpu(&a, &f, xt, m, k, raw, xbytes, codes, l.bytes[F_A], scales, l.bytes[F_ASCALE], global)))
             ;
         else if (!(rc = cli_write_file("--a", a.val[O_A], codes, l.bytes[F_A])) &&
                  !(rc = cli_write_file("--a-scale", a.val[O_ASCALE], scales, l.bytes[F_ASCALE])) && f.ags)

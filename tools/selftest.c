@@ -764,7 +764,9 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
     uint16_t *x = malloc(n * 2);
     float *xf = malloc(n * sizeof *xf), *sc = malloc((size_t)groups * 4), *gs = malloc((size_t)groups * 4);
     uint8_t *codes = malloc(n), *gc = malloc(n);
-    wb_devptr dx = 0, dc = 0, ds = 0;
+    wb_devptr dx = 0, dc = 0, ds = 0, dg = 0;
+    int64_t bad = 0;
+    float global = 0, gg = -1; /* the tensor scale (ags=1): the reference's, the GPU's */
     cli_rng r = {t->seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(index + 1))};
     wb_status s = x && xf && sc && gs && codes && gc ? WB_OK : WB_ERR_NOMEM;
     for (size_t i = 0; !s && i < n; i++) {
@@ -777,7 +779,7 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
         xf[i] = (float)(bf16 ? wb_bf16_to_double(x[i]) : wb_f16_to_double(x[i]));
     }
     if (!s)
-        s = wb_reference_quantize_acts(&f, m, k, xf, codes, sc, NULL);
+        s = wb_reference_quantize_acts(&f, m, k, xf, codes, sc, &global);
     size_t nc = (size_t)wb_acts_bytes(&f, m, k); /* the codes in the kernels' layout (s4: two to a byte) */
     if (!s && f.a.bits == 4 && !(s = wb_pack_acts(&f, m, k, codes, gc)))
         memcpy(codes, gc, nc);
@@ -785,10 +787,15 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
         s = wb_gpu_alloc(t->gpu, sbytes, &ds);
     if (!s && !(s = wb_gpu_upload(t->gpu, dx, x, n * 2)) && !(s = wb_gpu_memset(t->gpu, dc, 0xA5, n)))
         s = wb_gpu_memset(t->gpu, ds, 0xFF, sbytes); /* poison */
-    if (!s && !(s = wb_gpu_quantize_acts(t->gpu, &f, xt, m, k, dx, dc, ds, NULL)) && !(s = wb_gpu_sync(t->gpu)) &&
-        !(s = wb_gpu_download(t->gpu, gc, dc, n)))
+    if (!s && f.ags && !(s = wb_gpu_alloc(t->gpu, 4, &dg)))
+        s = wb_gpu_memset(t->gpu, dg, 0xFF, 4);
+    if (!s)
+        s = f.ags ? wb_gpu_quantize_acts_g(t->gpu, &f, xt, m, k, dx, dc, ds, dg, NULL)
+                  : wb_gpu_quantize_acts(t->gpu, &f, xt, m, k, dx, dc, ds, NULL);
+    if (!s && !(s = wb_gpu_sync(t->gpu)) && !(s = wb_gpu_download(t->gpu, gc, dc, n)))
         s = wb_gpu_download(t->gpu, gs, ds, sbytes);
-    int64_t bad = 0;
+    if (!s && dg && !(s = wb_gpu_download(t->gpu, &gg, dg, 4)))
+        bad += memcmp(&gg, &global, 4) != 0;
     for (size_t i = nc; !s && i < n; i++) /* past the packed codes: still the poison */
         bad += gc[i] != 0xA5;
     for (size_t i = 0; !s && i < nc; i++)
@@ -811,6 +818,8 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
         wb_gpu_free(t->gpu, dc);
     if (ds)
         wb_gpu_free(t->gpu, ds);
+    if (dg)
+        wb_gpu_free(t->gpu, dg);
     free(x), free(xf), free(sc), free(gs), free(codes), free(gc);
     return 1;
 }
@@ -820,7 +829,7 @@ static void run_quant_cases(selftest *t, int quick)
     static const char *const specs[] = {"int8", "int8,ag=128", "fp8", "fp8-block", "a=e5m2,w=e4m3,ws=f32,g=0",
                                         "a=e5m2,ag=256,w=e4m3,ws=f32,g=0", "w4a4-int4", "w4a4-int4,ag=128",
                                         "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32",
-                                        "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16"};
+                                        "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", "nvfp4"};
     static const int64_t shapes[][2] = {{1, 4096}, {77, 1024}, {300, 8192}};
     int index = 0;
     for (size_t sp = 0; sp < sizeof specs / sizeof specs[0]; sp++)
