@@ -307,7 +307,7 @@ START_TEST(gpu_quantizer_ptx)
         const char *why;
     } bad[] = {
         {"fp8", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "sm_80 has no f32 -> e4m3 conversion"},
-        {"nvfp4", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "not the tensor scale (ags=1"},
+        {"nvfp4", WB_ARCH_SM86, 0, WB_ERR_UNSUPPORTED, "for the block scales"},
         {"a=e2m1,ag=48,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "blocks of 16, 32, 64 or 128"},
         {"a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM80, 0, WB_ERR_UNSUPPORTED, "for the block scales"},
         {"w4a16", WB_ARCH_SM90A, 0, WB_ERR_UNSUPPORTED, "built for a=s8, s4, e4m3, e5m2 and e2m1 with block scales (got a=f16"},
@@ -321,7 +321,18 @@ START_TEST(gpu_quantizer_ptx)
         ck_assert_msg(strstr(wb_last_error(), bad[i].why), "%s: %s", bad[i].spec, wb_last_error());
         ck_assert_ptr_null(ptx);
     }
+    /* nvfp4 (ags=1): the tensor-scale pass and the quantizer that reads it; the pass only for ags=1 */
+    f = fmt("nvfp4");
+    ck_assert_int_eq(wb_quant_global_ptx(&f, bf16, WB_ARCH_SM90A, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, ".entry wb_quant_global("));
+    ck_assert_ptr_nonnull(strstr(ptx, "bar.sync"));
+    free(ptx);
+    ck_assert_int_eq(wb_quant_ptx(&f, bf16, WB_ARCH_SM90A, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "p_global"));
+    free(ptx);
     f = fmt("int8");
+    ck_assert_int_eq(wb_quant_global_ptx(&f, f16, WB_ARCH_SM90A, &ptx), WB_ERR_INVALID);
+    ck_assert_ptr_null(ptx);
     ck_assert_int_eq(wb_gpu_quantize_acts(NULL, &f, f16, 1, 128, 1, 1, 1, NULL), WB_ERR_INVALID);
 }
 END_TEST
