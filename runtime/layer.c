@@ -268,6 +268,9 @@ wb_status wb_layer_gemm_x(wb_layer *layer, int64_t m, wb_type x_type, wb_devptr 
     if (!quantized_acts(&layer->f))
         return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_x: this layer's activations are f16 or bf16: use "
                                        "wb_layer_gemm");
+    if (layer->f.ags)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_gemm_x: this format has a tensor scale (ags=1), which needs its "
+                                       "own 4 bytes: wb_gpu_quantize_acts_g, then wb_layer_gemm_qg");
     wb_status st = wb_gpu_quantize_acts(layer->gpu, &layer->f, x_type, m, layer->k, x, codes, scales, stream);
     return st ? st : wb_layer_gemm_q(layer, m, codes, scales, out, stream);
 }
