@@ -122,16 +122,30 @@ static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
     return op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(lo), wb_r(hi), wb_hex(0x5410));
 }
 
-static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
+/* The quantizer's parameters and the thread's coordinates. */
+typedef struct qargs {
+    wb_reg x, codes, scales, groups, gsize, tid, cta, lane;
+} qargs;
+
+static qargs prologue(wb_func *f)
 {
     if (f->target->features & WB_FEAT_GRIDDEP) /* launched with PDL: the input is the previous kernel's */
         wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
-    wb_reg x = param(f, "p_x", "u64", WB_RC_B64), codes = param(f, "p_codes", "u64", WB_RC_B64);
-    wb_reg scales = param(f, "p_scales", "u64", WB_RC_B64);
-    wb_reg groups = param(f, "p_groups", "u32", WB_RC_B32), gsize = param(f, "p_gsize", "u32", WB_RC_B32);
-    wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
-    wb_reg cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
-    wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    qargs q;
+    q.x = param(f, "p_x", "u64", WB_RC_B64), q.codes = param(f, "p_codes", "u64", WB_RC_B64);
+    q.scales = param(f, "p_scales", "u64", WB_RC_B64);
+    q.groups = param(f, "p_groups", "u32", WB_RC_B32), q.gsize = param(f, "p_gsize", "u32", WB_RC_B32);
+    q.tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    q.cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
+    q.lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(q.tid), wb_imm(31));
+    return q;
+}
+
+static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
+{
+    qargs qa = prologue(f);
+    wb_reg x = qa.x, codes = qa.codes, scales = qa.scales, groups = qa.groups, gsize = qa.gsize, tid = qa.tid,
+           cta = qa.cta, lane = qa.lane;
     wb_reg gw = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(QUANT_WARPS),
                     wb_r(op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))));
     const char *done = wb_new_label(f, "done");
@@ -235,14 +249,9 @@ static wb_reg e2m1_magnitude(wb_func *f, wb_reg q)
 
 static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
 {
-    if (f->target->features & WB_FEAT_GRIDDEP)
-        wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
-    wb_reg x = param(f, "p_x", "u64", WB_RC_B64), codes = param(f, "p_codes", "u64", WB_RC_B64);
-    wb_reg scales = param(f, "p_scales", "u64", WB_RC_B64);
-    wb_reg groups = param(f, "p_groups", "u32", WB_RC_B32), gsize = param(f, "p_gsize", "u32", WB_RC_B32);
-    wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
-    wb_reg cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
-    wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
+    qargs qa = prologue(f);
+    wb_reg x = qa.x, codes = qa.codes, scales = qa.scales, groups = qa.groups, gsize = qa.gsize, tid = qa.tid,
+           cta = qa.cta, lane = qa.lane;
     wb_reg gl = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(32 * QUANT_WARPS), wb_r(tid));
     /* lanes past the last 4 activations: whole warps (M x K is a multiple of 128) */
     wb_reg lanes = op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(op2(f, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(groups), wb_r(gsize))),

@@ -2077,16 +2077,24 @@ END_TEST
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
  * e8m0 or e4m3 block scales. Mutants of its round-to-odd quotient, the shuffle trees, the e2m1
  * midpoints and the e8m0 exponent fail here. */
+/* One of the quantizer's kernels (global: the tensor-scale pass) into fn, on a new arena (returned). */
+static wb_arena *quant_func(const wb_format *f, wb_type xt, wb_arch arch, int global, wb_func *fn)
+{
+    wb_arena *arena = wb_arena_create();
+    ck_assert_ptr_nonnull(arena);
+    wb_func_init(fn, arena);
+    wb_status s = global ? wb_lower_quant_global(f, xt, arch, fn) : wb_lower_quant(f, xt, arch, fn);
+    ck_assert_msg(s == WB_OK, "%s", wb_last_error());
+    return arena;
+}
+
 static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64_t k)
 {
     wb_format f;
     ck_assert_int_eq(wb_format_parse(spec, &f), WB_OK);
     wb_type xt = {bf16 ? WB_KIND_BF16 : WB_KIND_F16, 16, 0, 0};
-    wb_arena *arena = wb_arena_create();
-    ck_assert_ptr_nonnull(arena);
     wb_func fn;
-    wb_func_init(&fn, arena);
-    ck_assert_msg(wb_lower_quant(&f, xt, arch, &fn) == WB_OK, "%s", wb_last_error());
+    wb_arena *arena = quant_func(&f, xt, arch, 0, &fn);
     wb_launch_dims dims;
     uint32_t groups, gsize;
     ck_assert_int_eq(wb_quant_dims(&f, m, k, &dims, &groups, &gsize), WB_OK);
@@ -2118,11 +2126,8 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
                    buf_of(gs, (size_t)groups * wb_type_file_bytes(f.as), BUF_OUT, "scales"),
                    buf_of(&gg, 4, BUF_OUT, "tensor scale")};
     if (f.ags) { /* the tensor-scale pass first (one block), then the quantizer reads it */
-        wb_arena *ga = wb_arena_create();
-        ck_assert_ptr_nonnull(ga);
         wb_func gfn;
-        wb_func_init(&gfn, ga);
-        ck_assert_msg(wb_lower_quant_global(&f, xt, arch, &gfn) == WB_OK, "%s", wb_last_error());
+        wb_arena *ga = quant_func(&f, xt, arch, 1, &gfn);
         wb_launch_dims gd;
         wb_quant_global_dims(&gd);
         run_func(&gfn, &gd, params, bufs, 4);
