@@ -58,12 +58,17 @@ static wb_reg param(wb_func *f, const char *name, const char *ty, wb_rc rc)
     return g;
 }
 
-/* The 4 activations at addr (8 bytes) as f32 bit patterns in v[0..3]. */
-static void load4(wb_func *f, int bf16, wb_reg addr, wb_reg v[4])
+/* The 4 activations at addr (8 bytes) as f32 bit patterns in v[0..3]; where `pred` (id >= 0) is false,
+ * nothing is read and they are 0. */
+static void load4_if(wb_func *f, int bf16, wb_reg addr, wb_reg pred, wb_reg v[4])
 {
     for (int w = 0; w < 2; w++) {
         wb_reg word = wb_new_reg(f, WB_RC_B32);
+        if (pred.id >= 0)
+            wb_emit(f, WB_OP_MOV, "u32", 2, wb_r(word), wb_imm(0));
         wb_emit(f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(word), wb_r(op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(addr), wb_imm(4 * w))));
+        if (pred.id >= 0)
+            wb_guard_last(f, pred, 0);
         if (bf16) { /* bf16 -> f32: the 16 bits on top */
             v[2 * w] = op2(f, WB_OP_SHL, "b32", WB_RC_B32, wb_r(word), wb_imm(16));
             v[2 * w + 1] = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(word), wb_hex(0xFFFF0000u));
@@ -75,6 +80,8 @@ static void load4(wb_func *f, int bf16, wb_reg addr, wb_reg v[4])
             v[2 * w + i] = op1(f, WB_OP_CVT, "f32.f16", WB_RC_F32, wb_r(h[i]));
     }
 }
+
+static void load4(wb_func *f, int bf16, wb_reg addr, wb_reg v[4]) { load4_if(f, bf16, addr, (wb_reg){-1}, v); }
 
 /* x / s, rounded to odd at 24 bits (head comment); 0 where s is 0 (zero). */
 static wb_reg quotient(wb_func *f, wb_reg x, wb_reg s, wb_reg zero)
@@ -398,7 +405,8 @@ wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *f
 }
 
 /* The tensor scale of e2m1 activations with ags=1, ahead of the quantizer: one block of 1024 threads
- * walks the whole M x K input (4 activations a lane a step), a butterfly per warp and one over the 32
+ * walks the whole M x K input (16 activations a lane a step: four 8-byte loads in flight, where one
+ * block with one would be bound by their latency), a butterfly per warp and one over the 32
  * warps' maxima (shared memory) give amax; thread 0 writes g = f32(amax / 6 / 448) (e4m3 block
  * scales; amax / 6 with e8m0 ones), the divisions in f64 as the reference's, or 1 where amax is 0.
  * One block keeps it free of atomics and of a zeroed word: at decode sizes it reads a few hundred KB. */
@@ -418,11 +426,17 @@ static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
     wb_reg end = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(end), wb_r(i), wb_r(n4));
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(end), wb_text(reduce));
-    wb_reg v[4];
-    load4(f, bf16, op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(i), wb_imm(8)))), v);
-    for (int j = 0; j < 4; j++)
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[j]))));
-    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_imm(GLOBAL_THREADS));
+    wb_reg v[4][4];
+    for (int u = 0; u < 4; u++) { /* chunks i, i + 1024, ..: the loads first, then the maxima */
+        wb_reg at = op2(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(i), wb_imm(u * GLOBAL_THREADS)), in = wb_new_reg(f, WB_RC_PRED);
+        wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(at), wb_r(n4));
+        load4_if(f, bf16, op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(x), wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(at), wb_imm(8)))),
+                 in, v[u]);
+    }
+    for (int u = 0; u < 4; u++)
+        for (int j = 0; j < 4; j++)
+            wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[u][j]))));
+    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_imm(4 * GLOBAL_THREADS));
     wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(loop));
     wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(reduce));
     for (int d = 16; d >= 1; d /= 2)
