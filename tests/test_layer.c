@@ -281,6 +281,45 @@ START_TEST(test_layer_gemm_x)
 }
 END_TEST
 
+/* e2m1 activations: MX (block scales only) through wb_layer_gemm_x, two launches; nvfp4 (a tensor
+ * scale) through wb_gpu_quantize_acts_g, the tensor-scale pass and the quantizer, two launches, its
+ * kernels JITted once; each entry point refuses the other kind of format. */
+START_TEST(test_layer_fp4_quantizer)
+{
+    wb_gpu *g = fake_gpu();
+    wb_type f16;
+    ck_assert_int_eq(wb_type_parse("f16", &f16), WB_OK);
+    wb_layer *l = make_layer(g, "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", 256, 1024);
+    int launches = fake.launches, loads = fake.loads;
+    wb_status st = wb_layer_gemm_x(l, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_x: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, launches + 2);
+    ck_assert_int_eq(fake.loads, loads + 2);
+    wb_layer_destroy(l);
+    l = make_layer(g, "nvfp4", 256, 1024);
+    ck_assert_error(wb_layer_gemm_x(l, 16, f16, 0xA000, 0xD000, 0xC000, 0xB000, NULL), WB_ERR_INVALID,
+                    "wb_gpu_quantize_acts_g, then wb_layer_gemm_qg");
+    wb_layer_destroy(l);
+    wb_format nv, mx;
+    ck_assert(wb_format_parse("nvfp4", &nv) == WB_OK &&
+              wb_format_parse("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", &mx) == WB_OK);
+    ck_assert_error(wb_gpu_quantize_acts(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, NULL), WB_ERR_INVALID,
+                    "use wb_gpu_quantize_acts_g");
+    ck_assert_error(wb_gpu_quantize_acts_g(g, &mx, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0xE000, NULL),
+                    WB_ERR_INVALID, "has no tensor scale");
+    ck_assert_error(wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0, NULL), WB_ERR_INVALID,
+                    "NULL a_global");
+    launches = fake.launches, loads = fake.loads;
+    for (int i = 0; i < 2; i++) {
+        st = wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0xE000, NULL);
+        ck_assert_msg(st == WB_OK, "wb_gpu_quantize_acts_g: %s", wb_last_error());
+    }
+    ck_assert_int_eq(fake.launches, launches + 4);
+    ck_assert_int_eq(fake.loads, loads + 2); /* the pass and the quantizer, from the cache the second time */
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 /* A forced config is used as given and remembered by last_kernel; NULL goes back to the heuristic. */
 START_TEST(test_layer_forced_config)
 {
@@ -336,6 +375,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_gemm_tma);
     tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_gemm_x);
+    tcase_add_test(b, test_layer_fp4_quantizer);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
     suite_add_tcase(s, b);
