@@ -1,8 +1,9 @@
 /* The tcgen05 path of the GEMM lowering (sm_100a, sm_103a; --mma tcgen05): tcgen05.mma with the
- * accumulator in tensor memory (TMEM): kind::f16 for 16-bit activations (f32 sums), and for W8A8 with
- * one scale per channel and per token kind::i8 (s8 x s8, exact s32 sums; sm_100a only) or
- * kind::f8f6f4 (e4m3/e5m2, f32 sums); fp4 activations are made a 16-bit tile by the block first
- * (lower_act4.c) and take kind::f16. lower_gemm.c calls in here where L->tc says so.
+ * accumulator in tensor memory (TMEM): kind::f16 for 16-bit activations (f32 sums), and for W8A8
+ * kind::i8 (s8 x s8, exact s32 sums; sm_100a; sm_103a widens both to f16 for kind::f16, below) or
+ * kind::f8f6f4 (e4m3/e5m2, f32 sums), with scales per channel and token applied after K, or per group
+ * along K applied to each tile's product (promote, below); fp4 activations are made a 16-bit tile by
+ * the block first (lower_act4.c) and take kind::f16. lower_gemm.c calls in here where L->tc says so.
  *
  * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
  * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped
