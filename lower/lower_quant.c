@@ -129,6 +129,14 @@ static wb_reg encode4(wb_func *f, wb_type a, const wb_reg q[4])
     return op3(f, WB_OP_PRMT, NULL, WB_RC_B32, wb_r(lo), wb_r(hi), wb_hex(0x5410));
 }
 
+/* x = the maximum of x over the lanes l ^ d for d = from, from / 2, .., 1 (a butterfly: every lane of
+ * each aligned group of 2 from lanes gets the group's maximum) */
+static void max_butterfly(wb_func *f, wb_reg x, int from)
+{
+    for (int d = from; d >= 1; d /= 2)
+        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(x), wb_r(x), wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(x), wb_imm(d))));
+}
+
 /* The quantizer's parameters and the thread's coordinates. */
 typedef struct qargs {
     wb_reg x, codes, scales, groups, gsize, tid, cta, lane;
@@ -184,9 +192,7 @@ static void lower_quant(wb_func *f, const wb_format *fm, int bf16)
     wb_reg more = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(j), wb_r(steps));
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(l1));
-    for (int d = 16; d >= 1; d /= 2)
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
-                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+    max_butterfly(f, amax, 16);
 
     /* the scale: f32(amax / max_a), the division in f64 as the reference's */
     double max_a = wb_type_decode(fm->a, wb_type_encode(fm->a, 1e300));
@@ -273,9 +279,7 @@ static void lower_quant_fp4(wb_func *f, const wb_format *fm, int bf16)
     wb_reg amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f));
     for (int i = 0; i < 4; i++)
         wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[i]))));
-    for (int d = fm->ag / 8; d >= 1; d /= 2) /* the group's ag / 4 lanes */
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
-                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+    max_butterfly(f, amax, fm->ag / 8); /* the block's ag / 4 lanes */
     /* the tensor scale g (ags=1): the f32 that wb_quant_global wrote; else 1. The block's amax / g is
      * what the scale rounds, as the reference divides it */
     wb_reg a64 = f64_of(f, amax), code, s64, g64 = {-1};
@@ -439,9 +443,7 @@ static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
     wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_imm(4 * GLOBAL_THREADS));
     wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(loop));
     wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(reduce));
-    for (int d = 16; d >= 1; d /= 2)
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax),
-                wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(amax), wb_imm(d))));
+    max_butterfly(f, amax, 16);
     wb_reg smem = wb_new_reg(f, WB_RC_B32);
     wb_emit(f, WB_OP_SMEM_BASE, NULL, 2, wb_r(smem), wb_text("smem"));
     wb_reg first = wb_new_reg(f, WB_RC_PRED);
@@ -457,8 +459,7 @@ static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
     wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(notw0), wb_text(done));
     wb_reg all = wb_new_reg(f, WB_RC_F32);
     wb_emit(f, WB_OP_LD_SHARED, "f32", 2, wb_r(all), wb_r(op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(lane), wb_imm(4), wb_r(smem))));
-    for (int d = 16; d >= 1; d /= 2)
-        wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(all), wb_r(all), wb_r(op2(f, WB_OP_SHFL_BFLY, NULL, WB_RC_B32, wb_r(all), wb_imm(d))));
+    max_butterfly(f, all, 16);
     wb_reg t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(f64_of(f, all)), wb_r(f64_const(f, 6.0)));
     if (fm->as.kind == WB_KIND_FLOAT) /* e4m3 block scales then use e4m3's whole range */
         t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(t), wb_r(f64_const(f, 448.0)));

@@ -334,16 +334,23 @@ static int ledger_has(FILE *fp, const char *sha)
     return 0;
 }
 
-/* The sha256 of the PTX a case's kernel has on arch (the M = m one; batch-invariant: the config is
- * forced as run_case forces it), as `warble ptx --hash` and the runtime compute it; 0 on success. */
-static int case_kernel_sha(const plan_case *pc, wb_arch arch, int64_t m, char sha[65])
+/* The choices a case forces (batch-invariant, TMA loads, k_slices 4); the rest the heuristic's. */
+static wb_config case_forced(const plan_case *pc)
 {
-    wb_format f;
     wb_config c = {.batch_invariant = pc->invariant};
     if (pc->tma)
         c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA;
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
+    return c;
+}
+
+/* The sha256 of the PTX a case's kernel has at M = m on arch (its choices forced as run_case forces
+ * them), as `warble ptx --hash` and the runtime compute it; 0 on success. */
+static int case_kernel_sha(const plan_case *pc, wb_arch arch, int64_t m, char sha[65])
+{
+    wb_format f;
+    wb_config c = case_forced(pc);
     char *ptx = NULL;
     if (wb_format_parse(pc->spec, &f) != WB_OK || wb_config_choose(&f, arch, m, pc->n, pc->k, &c) != WB_OK ||
         wb_kernel_ptx(&f, arch, &c, 0, &ptx) != WB_OK)
@@ -706,11 +713,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         cli_host_random_weights(&h, &rng);
         if (quantized_acts(&f) && quantize_random_acts(&h, &rng) != 0)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
-        wb_config forced = {.batch_invariant = pc->invariant};
-        if (pc->tma)
-            forced.mma = WB_MMA_WGMMA, forced.load = WB_LOAD_TMA;
-        if (pc->slices)
-            forced.mma = WB_MMA_SYNC, forced.warps_k = 2, forced.k_slices = 4;
+        wb_config forced = case_forced(pc);
         if (!why[0] &&
             run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices ? &forced : NULL, sha, cfg, sha2,
                     cfg2, why,
