@@ -62,7 +62,8 @@ typedef struct lw {
     wb_reg pfalse, *part, *vals_acc;   /* wgmma with slice sums (fp8, grouped): scale-d of a slice's
                                           first step, the slice's product (f32, or s32 when grouped),
                                           the f32 sums it goes into (promote) */
-    int tma;                           /* the activation tile comes by TMA (cp.async.bulk.tensor) */
+    int tma;                           /* the warp-specialized pipeline: a producer warp copies every tile
+                                          (TMA, bulk copies), stages handed over by mbarriers (lower_tma.c) */
     wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
@@ -278,9 +279,10 @@ void wb_tc_epilogue(lw *L);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);
+/* lower_tma.c: --load tma's producer warp and stage mbarriers */
 void wb_tma_setup(lw *L);
-void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
+void wb_tma_release(lw *L, wb_reg tile);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);

@@ -11,13 +11,25 @@
 
 const char *wb_kernel_entry(void) { return "wb_gemm"; }
 
-/* TMA kernels take the activations' tensor map by value, last (runtime/layer.c fills it per call) */
-static const char *const params[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
-                                     "u32 p_m", "u32 p_n", "u32 p_k", "align 64 .b8 p_tmap[128]"};
-/* Quantized activations (never TMA): W8A8 kernels take the f32 scale of each token last; fp4 ones the
- * 8-bit scale codes (M x K/ag), then with ags=1 the address of the f32 activation tensor scale */
-static const char *const params_q[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
-                                       "u32 p_m", "u32 p_n", "u32 p_k", "u64 p_ascale", "u64 p_aglobal"};
+/* The parameters, in this order: out, a, w, scale, chan, m, n, k; then with quantized activations (W8A8:
+ * the f32 scale of each token; fp4: the 8-bit scale codes, M x K/ag) p_ascale, and with ags=1 the
+ * address of the f32 activation tensor scale; then with TMA loads the activations' tensor map, by value
+ * (runtime/layer.c fills it per call). */
+static int kernel_params(const wb_format *f, const wb_config *cfg, const char *out[11])
+{
+    static const char *const base[] = {"u64 p_out", "u64 p_a", "u64 p_w", "u64 p_scale", "u64 p_chan",
+                                       "u32 p_m", "u32 p_n", "u32 p_k"};
+    int n = 0;
+    for (size_t i = 0; i < WB_COUNT(base); i++)
+        out[n++] = base[i];
+    if (wb_format_w8a8(f) || wb_format_fp4_acts(f))
+        out[n++] = "u64 p_ascale";
+    if (wb_format_fp4_acts(f) && f->ags)
+        out[n++] = "u64 p_aglobal";
+    if (cfg->load == WB_LOAD_TMA)
+        out[n++] = "align 64 .b8 p_tmap[128]";
+    return n;
+}
 
 /* The kernel's .version: the target's, raised where an instruction needs more. fp8 mma.sync m16n8k32
  * with f32 sums needs PTX 8.4 (shared/ptx/MATRIX.md section 1); sm_89 is otherwise emitted as 7.8, and
@@ -60,10 +72,9 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         snprintf(title, sizeof title, "%s  [%s]", spec, conf);
         wb_layout lay;
         wb_layout_get(f, cfg, t->arch, &lay);
-        int quantized = wb_format_w8a8(f) || wb_format_fp4_acts(f);
-        int nparams = quantized ? 9 + (wb_format_fp4_acts(f) && f->ags) : (int)WB_COUNT(params) - (cfg->load != WB_LOAD_TMA);
-        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), quantized ? params_q : params,
-                           nparams,
+        const char *params[11];
+        int nparams = kernel_params(f, cfg, params);
+        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), params, nparams,
                            cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05 ? 1024 : 128, lay.threads, title};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */

@@ -22,7 +22,10 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->bm = 8 * cfg->m_tiles;
     L->bn = 16 * cfg->warps_n;
     L->bk = L->slice_k * L->vk;
-    L->threads = 32 * cfg->warps_n * cfg->warps_k;
+    L->consumers = 32 * cfg->warps_n * cfg->warps_k;
+    /* TMA loads: a producer warpgroup, last (one warp of it copies; a whole warpgroup, so that it can
+     * hand its registers to the consumers: lower_tma.c) */
+    L->threads = L->consumers + (cfg->load == WB_LOAD_TMA ? 128 : 0);
     L->rec_bytes = f->zp != WB_ZP_NONE ? 64 : 32;
     L->groups_per_chunk = f->g > 0 && f->g < WB_KW ? WB_KW / f->g : 1;
     int warps = cfg->warps_n * L->vk; /* warp slices of a stage */
@@ -49,7 +52,7 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->smem = L->stage * cfg->stages;
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
-        L->smem += 16 * ((cfg->stages + 1) / 2);
+        L->smem += 16 * cfg->stages;
     L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = 0;
     if (cfg->mma == WB_MMA_TCGEN05) {
         int halves = L->tc_wide ? 2 : 1; /* widened: a k128 tile is two k64 halves of 16-bit values */

@@ -23,7 +23,8 @@
 #define WB_MAX_COPY_SLOTS 32 /* 16-byte copies of one tile per thread and stage */
 
 typedef struct wb_layout {
-    int bm, bn, bk, threads;
+    int bm, bn, bk, threads; /* threads: the block's, the producer warpgroup included */
+    int consumers;        /* threads that compute: all but --load tma's producer warpgroup (lower_tma.c) */
     int rec_bytes;        /* one scale record: 32, or 64 with a zero point */
     int slice_k;          /* k of one warp's slice of a block tile: 64, or 128 for W8A8 on wgmma */
     int ks, vk;           /* slices per warp per stage (k_slices, at least 1); slices of a stage along K
@@ -38,7 +39,8 @@ typedef struct wb_layout {
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */
     int red_bytes;        /* split-K reduction buffer */
-    int mbar_off;         /* TMA loads: one 8-byte mbarrier per stage, after the stages */
+    int mbar_off;         /* TMA loads: per stage a `full` mbarrier (the producer's copies landed), then per
+                             stage an `empty` one (every consumer is done with it), after the stages */
     int tc_a_off;         /* tcgen05: two dequantized weight tiles (128 channels x 128 bytes, swizzled
                              like the activation tile) after the stages, then two mbarriers (one per
                              tile: its MMAs' commit) at tc_mbar_off and the TMEM address at tc_tmem_off */

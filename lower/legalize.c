@@ -173,7 +173,7 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                        t->name);
     if (wb_format_fp4_acts(f) && c->load == WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "a=e2m1 activations are loaded by cp.async in this build (--load tma "
-                                           "copies 16-bit activations only)");
+                                           "copies 16-bit and 8-bit activations only)");
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && wb_format_w4a4(f))
@@ -199,9 +199,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "and each k128 slice's product%s; got %d)",
                        f->ag ? "W8A8 with activation groups" : wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups",
                        wb_format_w8a8_max_mtiles(f), f->ag ? ", and the slice's token scales" : "", c->m_tiles);
-    if (wb_format_w8a8(f) && c->load == WB_LOAD_TMA)
-        return wb_fail(WB_ERR_UNSUPPORTED, "8-bit activations are loaded by cp.async in this build (--load tma is "
-                                           "built for 16-bit activations only)");
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
@@ -234,9 +231,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs warps_n 4 or 8 (warpgroups of 64 channels) and "
                                                "warps_k 1, 2 or 4 (warpgroups splitting K), at most 16 warps; "
                                                "got %d x %d", c->warps_n, c->warps_k);
-        if (c->load == WB_LOAD_TMA && c->warps_k != 1)
-            return wb_fail(WB_ERR_UNSUPPORTED, "--load tma copies one slice per stage: it needs warps_k 1 (got %d)",
-                           c->warps_k);
+        if (c->load == WB_LOAD_TMA && (c->warps_k != 1 || wb_config_ks(c) != 1))
+            return wb_fail(WB_ERR_UNSUPPORTED, "--load tma copies one slice per stage: it needs warps_k 1 and "
+                                               "k_slices 1 (got %d and %d)", c->warps_k, wb_config_ks(c));
         if (!pow2_in(c->m_tiles, 1, 32))
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs m_tiles 1, 2, 4, 8, 16 or 32 (wgmma N = 8 to "
                                                "256 tokens; got %d)", c->m_tiles);

@@ -214,8 +214,6 @@ static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
 {
     int wkn = L->lay.vk;
     if (parts & COPY_ACTS) {
-        if (L->tma)
-            wb_tma_issue(L, stage_off, kt);
         int copied_bits = L->lay.q_row ? L->fmt->a.bits : L->lay.a_bits; /* fp4: the codes, not the 16-bit tile */
         wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * copied_bits / 8));
         issue_plan(L, &L->pa, stage_off, akoff);
@@ -255,12 +253,8 @@ void wb_gemm_issue_ahead(lw *L, wb_reg next)
 static void plan_copies(lw *L)
 {
     int warps = L->cfg->warps_n * L->lay.vk; /* warp slices */
-    if (L->tma)
-        L->pa.n = 0; /* one TMA copy by thread 0 instead (issue_stage) */
-    else {
-        int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
-        plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
-    }
+    int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
+    plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
@@ -361,7 +355,8 @@ static void lower_kloop(lw *L)
         wb_tma_setup(L);
     if (L->tc)
         wb_tc_setup(L);
-    plan_copies(L);
+    if (!L->tma) /* TMA loads: the producer warp's bulk copies instead (lower_tma.c) */
+        plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
@@ -369,7 +364,9 @@ static void lower_kloop(lw *L)
      * the first stages' weight codes and scales, which no kernel writes; the activations, their scales
      * and the output wait until the previous kernel has finished */
     int early = pdl && async_copies(L) ? COPY_WEIGHTS : 0;
-    for (int pass = early ? 0 : 1; pass < 2; pass++) {
+    if (L->tma && pdl) /* the producer copies every stage; the consumers' loads and stores come after */
+        wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    for (int pass = early ? 0 : 1; !L->tma && pass < 2; pass++) {
         if (pass == 1 && pdl)
             wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
         for (int s = 0; async_copies(L) && s < ahead; s++) {
@@ -1041,6 +1038,9 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
     L.pp = L.rot && L.w8a8;
+    if (L.tma && !L.rot)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
+                                           "weight fragment to load ahead)");
     wb_layout_get(&k->fmt, &k->cfg, t->arch, &L.lay);
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)

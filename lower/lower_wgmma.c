@@ -1,5 +1,6 @@
 /* The wgmma path of the GEMM lowering (sm_90a): descriptors, wgmma groups, the rotated K loop and TMA
- * loads. lower_gemm.c calls in here where L->wg, L->rot or L->tma says so; see its head comment for
+ * loads (the warp-specialized pipeline of --load tma is lower_tma.c). lower_gemm.c calls in here where L->wg or
+ * L->rot says so; see its head comment for
  * why a warp's dequantized slice is already wgmma's register A operand. */
 #include "lower/gemm_lower.h"
 
@@ -19,66 +20,17 @@ void wb_wgmma_setup(lw *L)
     L->desc_hi = mov(L, "b32", WB_RC_B32, wb_hex((1u << 30) | (1024 >> 4)));
 }
 
-/* Thread 0 sets up one mbarrier per stage (one arrival: its own, with the bytes); every thread gets
- * the tensor map's generic address. */
-void wb_tma_setup(lw *L)
-{
-    wb_reg pm = mov(L, "u64", WB_RC_B64, wb_text("p_tmap"));
-    L->tmap = wb_new_reg(L->f, WB_RC_B64);
-    wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
-    L->elected = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(L->elected), wb_r(L->tid), wb_imm(0));
-    L->mbar = addi(L, L->smem, L->lay.mbar_off);
-    for (int s = 0; s < L->cfg->stages; s++) {
-        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(1));
-        wb_guard_last(L->f, L->elected, 0);
-    }
-    wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
-    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
-}
-
-/* The mbarrier of the stage at offset stage_off. */
-static wb_reg stage_mbar(lw *L, wb_reg stage_off)
-{
-    wb_reg idx = divi(L, stage_off, L->lay.stage);
-    return op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
-}
-
-/* Thread 0: the activation tile of block tile kt (rows m0.., k kt*64..) by one TMA copy, completing
- * the stage's mbarrier with its bytes (rows past M arrive as zeros and count too). */
-void wb_tma_issue(lw *L, wb_reg stage_off, wb_reg kt)
-{
-    wb_reg mb = stage_mbar(L, stage_off);
-    wb_reg dst = addi(L, add(L, L->smem, stage_off), L->lay.a_off);
-    wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(mb), wb_imm(L->lay.bm * 128));
-    wb_guard_last(L->f, L->elected, 0);
-    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, WB_KW)), wb_r(L->m0),
-            wb_r(mb));
-    wb_guard_last(L->f, L->elected, 0);
-}
-
-/* Every thread: wait until the TMA copy of block tile `tile` has landed in the stage at stage_off
- * (the stage's mbarrier completes once per use: parity (tile / stages) & 1). A tile past K was never
- * issued, so there is nothing to wait for: the rotated loop's last iteration lands tile nkt. */
-void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
-{
-    wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
-    const char *skip = wb_new_label(L->f, "tma_none");
-    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
-    wb_reg mb = stage_mbar(L, stage_off);
-    mbar_wait(L, mb, andi(L, divi(L, tile, L->cfg->stages), 1), "tma");
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-}
-
 /* The rotated wgmma loop's wait, fence and barrier: block tile kt + ahead has landed in the read
- * stage and is visible to wgmma (async proxy), and every warp is past the previous iteration. */
+ * stage and is visible to wgmma (async proxy), and every warp is past the previous iteration. With
+ * TMA loads, only the wait for the stage's full mbarrier (lower_tma.c). */
 void wb_wgmma_land(lw *L, int pending, int ahead)
 {
+    if (L->tma) {
+        wb_tma_wait(L, addi(L, L->kt, ahead), L->ro);
+        return;
+    }
     wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
     wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
-    if (L->tma)
-        wb_tma_wait(L, addi(L, L->kt, ahead), L->ro);
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
@@ -134,9 +86,10 @@ static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
     wb_wgmma_land(L, pending, 1);
-    wb_reg next = addi(L, L->kt, dist);
-    wb_gemm_issue_ahead(L, next);
-    wb_gemm_advance_stage(L, L->wo);
+    if (!L->tma) { /* TMA loads: the producer warp refills the stages */
+        wb_gemm_issue_ahead(L, addi(L, L->kt, dist));
+        wb_gemm_advance_stage(L, L->wo);
+    }
     if (L->afp4) /* fp4 activations: tile kt + 1 becomes 16-bit (its stage is not the running group's) */
         wb_act4_tile(L, addi(L, L->kt, 1));
     if (L->pp) /* into the other half's registers: not the ones this group reads */
@@ -172,6 +125,8 @@ static void tile_end(lw *L)
 {
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    if (L->tma)
+        wb_tma_release(L, L->kt);
     promote(L);
     if (L->grouped && L->sscale) { /* the next tile's factors, unless it is past K */
         wb_reg next = addi(L, L->kt, 1), in = wb_new_reg(L->f, WB_RC_PRED);

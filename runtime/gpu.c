@@ -245,18 +245,21 @@ wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, vo
                          "cuLaunchKernel");
 }
 
-wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, int bf16, wb_devptr base, uint64_t rows, uint64_t cols,
-                            unsigned box_rows, unsigned box_cols)
+wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, wb_type a, wb_devptr base, uint64_t rows, uint64_t cols,
+                            unsigned box_rows)
 {
     const wb_cuda_api *api = gpu->api;
     if (!api->cuTensorMapEncodeTiled)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma needs cuTensorMapEncodeTiled (a CUDA 12 or newer driver)");
-    unsigned long long dims[2] = {cols, rows}, strides[1] = {cols * 2};
-    unsigned box[2] = {box_cols, box_rows}, estrides[2] = {1, 1};
-    return wb_cuda_check(api, api->cuTensorMapEncodeTiled(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 :
-                                                                      CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                                          2, (void *)(uintptr_t)base, dims, strides, box, estrides,
-                                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    int bytes = a.bits / 8; /* 2 (f16, bf16) or 1 (s8 and fp8 codes, copied as bytes) */
+    int type = a.kind == WB_KIND_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                               : a.kind == WB_KIND_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    unsigned long long dims[2] = {cols, rows}, strides[1] = {cols * (unsigned long long)bytes};
+    unsigned box[2] = {128u / (unsigned)bytes, box_rows}, estrides[2] = {1, 1};
+    return wb_cuda_check(api, api->cuTensorMapEncodeTiled(map, type, 2, (void *)(uintptr_t)base, dims, strides, box,
+                                                          estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                          CU_TENSOR_MAP_SWIZZLE_128B,
                                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                          "cuTensorMapEncodeTiled");

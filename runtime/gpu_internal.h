@@ -31,11 +31,11 @@ struct wb_gpu {
  * gpu's context current on the calling thread. */
 wb_status wb_gpu_enter(wb_gpu *gpu, const char *fn);
 
-/* A 2-D TMA map of a row-major f16/bf16 matrix (rows x cols, 16-byte aligned rows) read in boxes of
- * box_rows x box_cols with the 128-byte swizzle; rows past the end read as zeros. WB_ERR_UNSUPPORTED
- * when the driver has no cuTensorMapEncodeTiled. */
-wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, int bf16, wb_devptr base, uint64_t rows, uint64_t cols,
-                            unsigned box_rows, unsigned box_cols);
+/* A 2-D TMA map of a row-major activation matrix (rows x cols of type a: f16, bf16 or an 8-bit code;
+ * 16-byte aligned rows) read in boxes of box_rows x 128 bytes with the 128-byte swizzle; rows past the
+ * end read as zeros. WB_ERR_UNSUPPORTED when the driver has no cuTensorMapEncodeTiled. */
+wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, wb_type a, wb_devptr base, uint64_t rows, uint64_t cols,
+                            unsigned box_rows);
 
 /* Unload every cached module (wb_gpu_destroy; the context must be current). */
 void wb_module_cache_free(wb_gpu *gpu);

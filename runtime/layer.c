@@ -3,6 +3,7 @@
  * the shape, picks a config, builds the kernel the first time (PTX -> JIT through the gpu's module
  * cache) and launches it; no device allocation and no synchronization. */
 #include "runtime/gpu_internal.h"
+#include "dsl/tile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -204,20 +205,25 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
     wb_launch_dims d;
     if ((st = wb_kernel_dims(&layer->f, layer->arch, &cfg, m, layer->n, layer->k, &d)))
         return st;
-    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with TMA loads
-     * the map of the activations (M x K, boxes of the block's tokens x 64), or with quantized
-     * activations their scales (u64), then with ags=1 the address of the activation tensor scale. */
+    /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with quantized
+     * activations their scales (u64) and with ags=1 the address of the activation tensor scale, then
+     * with TMA loads the map of the activations (M x K, boxes of the block's tokens x 128 bytes). */
     uint64_t p_out = out, p_a = a, p_w = layer->w, p_scale = layer->scale, p_chan = layer->chan, p_ascale = a_scale;
     uint64_t p_aglobal = a_global;
     uint32_t p_m = (uint32_t)m, p_n = (uint32_t)layer->n, p_k = (uint32_t)layer->k;
     CUtensorMap map;
-    void *params[10] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k, &map, &p_aglobal};
-    if (a_scale)
-        params[8] = &p_ascale;
-    if (cfg.load == WB_LOAD_TMA &&
-        (st = wb_gpu_tensor_map(layer->gpu, &map, layer->f.a.kind == WB_KIND_BF16, a, (uint64_t)m,
-                                (uint64_t)layer->k, (unsigned)(8 * cfg.m_tiles), 64)))
-        return st;
+    void *params[12] = {&p_out, &p_a, &p_w, &p_scale, &p_chan, &p_m, &p_n, &p_k}; /* NULL after the last */
+    int np = 8;
+    if (quantized_acts(&layer->f))
+        params[np++] = &p_ascale;
+    if (wb_format_fp4_acts(&layer->f) && layer->f.ags)
+        params[np++] = &p_aglobal;
+    if (cfg.load == WB_LOAD_TMA) {
+        params[np++] = &map;
+        if ((st = wb_gpu_tensor_map(layer->gpu, &map, layer->f.a, a, (uint64_t)m, (uint64_t)layer->k,
+                                    (unsigned)(8 * cfg.m_tiles))))
+            return st;
+    }
     return wb_gpu_launch(layer->gpu, fn, &d, stream, params);
 }
 

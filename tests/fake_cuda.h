@@ -31,7 +31,7 @@ static struct {
     void **launch_params;
     uint64_t launch_u64[5]; /* the layer kernel's parameters: out, a, w, scale, chan */
     uint32_t launch_u32[3]; /* m, n, k */
-    uint64_t launch_p8;     /* with capture_layer_params on a kernel without TMA: the first word of params[8] */
+    uint64_t launch_p8;     /* with capture_layer_params: params[8] (W8A8 and fp4 activations: p_ascale) */
     uint64_t launch_p9;     /* with capture_layer_params: params[9] (fp4 activations with ags=1: p_aglobal) */
     uint64_t launch_map0;   /* with capture_layer_params on a TMA kernel: the first word of its map */
     /* the last cuTensorMapEncodeTiled */
@@ -270,11 +270,16 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
             memcpy(&fake.launch_u64[i], params[i], 8);
         for (int i = 0; i < 3; i++)
             memcpy(&fake.launch_u32[i], params[5 + i], 4);
-        if (fake.launch_dims[0] && params[8] && fake.maps) /* a TMA kernel's ninth parameter */
-            memcpy(&fake.launch_map0, params[8], 8);
-        else if (params[8]) /* a W8A8 kernel's: the token scales (else an unused map) */
+        /* the runtime passes its kernel's parameters and a NULL after them; a TMA kernel's map is last */
+        int n = 8;
+        while (n < 11 && params[n])
+            n++;
+        if (fake.maps && n > 8)
+            memcpy(&fake.launch_map0, params[--n], 8);
+        if (n > 8) /* W8A8 and fp4 activations: the token scales */
             memcpy(&fake.launch_p8, params[8], 8);
-        memcpy(&fake.launch_p9, params[9], 8); /* the runtime always passes ten (a kernel reads its own) */
+        if (n > 9) /* fp4 activations with ags=1: p_aglobal */
+            memcpy(&fake.launch_p9, params[9], 8);
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

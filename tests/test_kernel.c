@@ -260,7 +260,7 @@ static int count_of(const char *text, const char *what)
 /* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (four
  * per k128 slice, double-buffered across the two halves of the unrolled loop) and the s8 tile read through
  * 128B-swizzle descriptors; s32 sums converted once, after K. K not a multiple of 128: mma.sync.
- * Forced choices: mma.sync stays legal, TMA is refused. */
+ * Forced choices: mma.sync stays legal, and so do TMA loads (tma_warp_specialized). */
 START_TEST(w8a8_wgmma)
 {
     wb_format f = fmt("int8");
@@ -300,10 +300,52 @@ START_TEST(w8a8_wgmma)
     ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
     ck_assert_ptr_nonnull(strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
     free(ptx);
-    wb_config t = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096, &t), WB_OK);
-    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &t, 0, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "--load tma is built for 16-bit activations only"));
+}
+END_TEST
+
+/* --load tma (lower_tma.c): a producer warpgroup after the consumers, its first warp copying each stage
+ * (one TMA copy of the activation tile, one bulk copy of each warp slice's code words and, with scale
+ * records, of its records) under the stage's full mbarrier; the consumers wait for full, release each
+ * stage with one arrival on its empty mbarrier after their group's wait, make no copies and meet at no
+ * block barrier after the setup. Two consumer warpgroups take the producer's registers (setmaxnreg);
+ * one does not need them. 16-bit and 8-bit activations alike; fp4 activations, split K and mma.sync
+ * refused. */
+START_TEST(tma_warp_specialized)
+{
+    static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};
+    static const int64_t ms[] = {100, 4096};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        for (size_t j = 0; j < 2; j++) {
+            wb_format f = fmt(specs[i]);
+            wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA};
+            ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
+            char *ptx = NULL;
+            ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s: %s", specs[i], wb_last_error());
+            int consumers = 32 * c.warps_n, records = !wb_format_w8a8(&f);
+            char ntid[32];
+            snprintf(ntid, sizeof ntid, ".maxntid %d, 1, 1", consumers + 128);
+            ck_assert_ptr_nonnull(strstr(ptx, ntid));
+            ck_assert_int_eq(count_of(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), 1);
+            ck_assert_int_eq(count_of(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"),
+                             1 + records);
+            ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.expect_tx"), 1);
+            ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), wb_format_w8a8(&f) ? 2 : 1);
+            ck_assert_int_eq(count_of(ptx, "bar.sync 0;"), 1); /* after the mbarriers' init, none after */
+            ck_assert_ptr_null(strstr(ptx, "cp.async.cg"));
+            ck_assert_ptr_null(strstr(ptx, "cp.async.wait_group"));
+            ck_assert_int_eq(count_of(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), consumers > 128);
+            ck_assert_int_eq(count_of(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), consumers > 128);
+            free(ptx);
+        }
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 2},
+                             &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "it needs warps_k 1 and k_slices 1"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_SYNC, .load = WB_LOAD_TMA}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(ptx);
 }
 END_TEST
 
@@ -549,8 +591,9 @@ START_TEST(fp8_wgmma)
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "mma.sync m16n8k32 e4m3/e5m2 is only emulated on sm_90a"));
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.m_tiles = 32}, &ptx), WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "fp8 on wgmma needs m_tiles 16 or fewer"));
-    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.load = WB_LOAD_TMA}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_null(ptx);
+    ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.load = WB_LOAD_TMA}, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "cp.async.bulk.tensor.2d"));
+    free(ptx);
 }
 END_TEST
 
@@ -982,6 +1025,7 @@ int main(void)
     tcase_add_test(t, w4a4_per_architecture);
     tcase_add_test(t, fp4_acts_per_architecture);
     tcase_add_test(t, w8a8_wgmma);
+    tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);

@@ -89,8 +89,8 @@ START_TEST(test_layer_bad_shape)
 }
 END_TEST
 
-/* --load tma: every call encodes the activations' map (M x K, boxes of the block's tokens x 64 k,
- * 128-byte swizzle, zeros past M) and passes it by value as the kernel's ninth parameter. */
+/* --load tma: every call encodes the activations' map (M x K, boxes of the block's tokens x 128 bytes,
+ * 128-byte swizzle, zeros past M) and passes it by value as the kernel's last parameter. */
 START_TEST(test_layer_gemm_tma)
 {
     wb_gpu *g = fake_gpu();
@@ -118,6 +118,23 @@ START_TEST(test_layer_gemm_tma)
     ck_assert_int_eq(fake.maps, 2);
     ck_assert_uint_eq(fake.map_dims[1], 7);
     ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 2);
+    wb_layer_destroy(l);
+    /* 8-bit activations: a map of bytes (rows of K bytes, boxes of 128), after the token scales */
+    l = make_layer(g, "fp8", 256, 1024);
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}), WB_OK);
+    st = wb_layer_gemm_q(l, 300, 0xA000, 0xC000, 0xB000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(fake.maps, 3);
+    ck_assert_int_eq(fake.map_dtype, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+    ck_assert_uint_eq(fake.map_dims[0], 1024);
+    ck_assert_uint_eq(fake.map_dims[1], 300);
+    ck_assert_uint_eq(fake.map_stride, 1024);
+    ck_assert_uint_eq(fake.map_box[0], 128);
+    ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles);
+    ck_assert_uint_eq(fake.launch_p8, 0xC000);
+    ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 3);
+    ck_assert_uint_eq(fake.launch_dims[3], 32 * (unsigned)cfg.warps_n + 128); /* the producer warpgroup */
     wb_layer_destroy(l);
     wb_gpu_destroy(g);
 }

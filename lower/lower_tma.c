@@ -1,0 +1,153 @@
+/* --load tma: the warp-specialized wgmma pipeline (sm_90a).
+ *
+ * The block is its consumer warpgroups (warps 0 .. 4C - 1: the rotated wgmma loop of lower_wgmma.c) and
+ * a producer warpgroup, last, whose first warp does nothing but fill the stages: per block tile, one TMA copy of the
+ * activation tile (cp.async.bulk.tensor, the 128B swizzle done by the copy engine) and one bulk copy
+ * (cp.async.bulk) of each warp's packed weight slice and of its scale records, which are contiguous in
+ * the packed layout (docs/layout.md). Each stage has two mbarriers:
+ *   full[s]   one arrival: the producer's lane 0, with the stage's byte count; the copies complete the
+ *             bytes. Consumers wait for use u of stage s by its parity (u & 1).
+ *   empty[s]  one arrival from every consumer thread, once the wgmma group that read the stage is
+ *             complete (after its wait_group 0, when the stage's code words are long in registers).
+ *             The producer waits for it before refilling the stage.
+ * No block barrier inside the K loop: the consumer warpgroups drift out of phase, so one's dequant,
+ * slice promotion and waits overlap the other's MMAs, and no consumer spends an instruction on copies.
+ * The producer is a whole warpgroup (ptxas sizes registers for a block in warpgroups anyway) so that
+ * setmaxnreg can move registers from it to the consumers: with two consumer warpgroups the block's
+ * 384 threads get 168 registers each, the producer keeps 40 and the consumers take 232, which hold
+ * the 128-token tiles' sums (fp8: two f32 tiles) without spilling.
+ * Everything the producer copies goes through the async proxy, which wgmma reads too, and the mbarrier
+ * wait makes it visible to the consumers' ld.shared: no fence.proxy.async is needed. */
+#include "lower/gemm_lower.h"
+
+/* The full (or, with empty set, the empty) mbarrier of stage index idx. */
+static wb_reg stage_bar(lw *L, wb_reg idx, int empty)
+{
+    wb_reg b = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
+    return empty ? addi(L, b, 8 * L->cfg->stages) : b;
+}
+
+static wb_reg pred_of(lw *L, wb_op cmp, wb_reg x, int64_t v)
+{
+    wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, cmp, "u32", 3, wb_r(p), wb_r(x), wb_imm(v));
+    return p;
+}
+
+/* The producer warp's loop. Lane j < warps_n copies warp slice j's code words (and scale
+ * records); lane 0 also posts the stage's bytes and copies the activation tile. */
+static void produce(lw *L)
+{
+    int S = L->cfg->stages, nw = L->cfg->warps_n, srec = L->lay.groups_per_chunk * L->lay.rec_bytes;
+    int bytes = L->lay.bm * 128 + L->lay.w_stage + L->lay.s_stage;
+    wb_reg lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0), mine = pred_of(L, WB_OP_SETP_LT, L->lane, nw);
+    /* warp slice j = lane: strip strip0 + j, its k chunk 0 (chunks are w_bytes apart) and group 0 */
+    wb_reg strip = add(L, L->strip0, L->lane);
+    wb_reg wsrc = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->kchunks)),
+                         L->lay.w_bytes);
+    wb_reg wdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(L->lay.w_bytes),
+                      wb_r(addi(L, L->smem, L->lay.w_off)));
+    wb_reg ssrc = {-1}, sdst = {-1};
+    if (L->lay.s_stage) {
+        ssrc = addr64(L, L->s, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->ngroups)), L->lay.rec_bytes);
+        sdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(srec), wb_r(addi(L, L->smem, L->lay.s_off)));
+    }
+    /* weights and scales are the layer's own, but the tiles are copied together: wait before any copy */
+    if (L->t->features & WB_FEAT_GRIDDEP)
+        wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    wb_reg kt = mov(L, "u32", WB_RC_B32, wb_imm(0)), so = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    const char *head = wb_new_label(L->f, "produce"), *fresh = wb_new_label(L->f, "fresh");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
+    wb_reg idx = remi(L, kt, S), use = divi(L, kt, S);
+    /* a stage's use u > 0 waits until the consumers released use u - 1: its parity is (u - 1) & 1 */
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, kt, S)), wb_text(fresh));
+    mbar_wait(L, stage_bar(L, idx, 1), andi(L, addi(L, use, -1), 1), "empty");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(fresh));
+    wb_reg full = stage_bar(L, idx, 0);
+    /* the bytes are posted before any copy can complete them */
+    wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(full), wb_imm(bytes));
+    wb_guard_last(L->f, lead, 0);
+    wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
+    wb_reg stage = add(L, L->smem, so);
+    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap),
+            wb_r(muli(L, kt, L->lay.slice_k)), wb_r(L->m0), wb_r(full));
+    wb_guard_last(L->f, lead, 0);
+    wb_reg wk = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes));
+    wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(add(L, wdst, so)), wb_r(op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
+                                                                             wb_r(wk))),
+            wb_imm(L->lay.w_bytes), wb_r(full));
+    wb_guard_last(L->f, mine, 0);
+    if (L->lay.s_stage) { /* the first group of k chunk kt */
+        int g = L->fmt->g;
+        wb_reg group = !g ? mov(L, "u32", WB_RC_B32, wb_imm(0)) : g < WB_KW ? muli(L, kt, WB_KW / g) : divi(L, kt, g / WB_KW);
+        wb_reg sk = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes));
+        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(add(L, sdst, so)),
+                wb_r(op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc), wb_r(sk))), wb_imm(srec), wb_r(full));
+        wb_guard_last(L->f, mine, 0);
+    }
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
+    wb_gemm_advance_stage(L, so);
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
+}
+
+/* Registers per thread of a block of `threads` (ptxas's split of the 64K register file, in units of 8) */
+static int regs_of(int threads)
+{
+    int r = 65536 / threads / 8 * 8;
+    return r > 255 ? 255 : r;
+}
+
+enum { PRODUCER_REGS = 40 };
+
+/* Thread 0 sets up the mbarriers; then the producer warpgroup branches off (its first warp to the copy
+ * loop, the other three to their end) and the consumers go on: every later instruction of the kernel
+ * is theirs. With more than one consumer warpgroup the producer's registers go to the consumers. */
+void wb_tma_setup(lw *L)
+{
+    int S = L->cfg->stages, threads = L->lay.threads, consumers = L->lay.consumers;
+    int give = consumers > 128; /* one consumer warpgroup: 256 threads already get every register */
+    int regs = (regs_of(threads) * threads - PRODUCER_REGS * 128) / consumers / 8 * 8;
+    wb_reg pm = mov(L, "u64", WB_RC_B64, wb_text("p_tmap"));
+    L->tmap = wb_new_reg(L->f, WB_RC_B64);
+    wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
+    L->elected = pred_of(L, WB_OP_SETP_EQ, L->tid, 0);
+    L->mbar = addi(L, L->smem, L->lay.mbar_off);
+    for (int s = 0; s < 2 * S; s++) {
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : consumers));
+        wb_guard_last(L->f, L->elected, 0);
+    }
+    wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
+    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    const char *consume = wb_new_label(L->f, "consume"), *idle = wb_new_label(L->f, "idle");
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, L->tid, consumers)), wb_text(consume));
+    if (give)
+        wb_emit(L->f, WB_OP_SETMAXNREG_DEC, NULL, 1, wb_imm(PRODUCER_REGS));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_GE, L->tid, consumers + 32)), wb_text(idle));
+    produce(L);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
+    wb_emit(L->f, WB_OP_RET, NULL, 0);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(consume));
+    if (give)
+        wb_emit(L->f, WB_OP_SETMAXNREG_INC, NULL, 1, wb_imm(regs > 256 ? 256 : regs));
+}
+
+/* A consumer: wait until block tile `tile` has landed in the stage at stage_off (use tile / stages of
+ * it: parity (tile / stages) & 1). A tile past K is never copied: the rotated loop's last iteration
+ * asks for tile nkt. */
+void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
+{
+    const char *skip = wb_new_label(L->f, "tma_none");
+    wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
+    mbar_wait(L, stage_bar(L, divi(L, stage_off, L->lay.stage), 0), andi(L, divi(L, tile, L->cfg->stages), 1), "full");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+}
+
+/* A consumer thread is done with block tile `tile`'s stage (its group is complete): release it. */
+void wb_tma_release(lw *L, wb_reg tile)
+{
+    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, tile, L->cfg->stages), 1)));
+}
