@@ -26,8 +26,12 @@ class HostWeights(C.Structure):
                 ("w_global", C.c_void_p), ("bias", C.c_void_p)]
 
 
-class Config(C.Structure):
-    _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma")]
+class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel writes them all)
+    _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma",
+                                       "batch_invariant", "k_slices")]
+
+
+LOADS = {"auto": 0, "cp.async": 2, "tma": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
 
 
 def load_lib(path):
@@ -42,6 +46,7 @@ def load_lib(path):
     lib.wb_layer_last_kernel.argtypes = [C.c_void_p, C.POINTER(Config), C.c_char_p]
     lib.wb_config_print.argtypes = [C.POINTER(Config), C.c_char_p, C.c_size_t]
     lib.wb_layer_destroy.argtypes = [C.c_void_p]
+    lib.wb_layer_set_config.argtypes = [C.c_void_p, C.POINTER(Config)]
     lib.wb_format_print.argtypes = [C.c_void_p, C.c_char_p, C.c_size_t]
     lib.wb_type_parse.argtypes = [C.c_char_p, C.c_void_p]
     return lib
@@ -128,11 +133,15 @@ def weight_bytes(lib, keys, n, k):
     return n * k * w.bits // 8 + (nscales + nz) * lib.wb_type_file_bytes(ws)
 
 
-def bench_warble(lib, gpu, spec, n, k, ms):
+def bench_warble(lib, gpu, spec, n, k, ms, load="auto"):
     fmt, keys = canonical(lib, spec)
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
+    if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
+        forced = Config(load=LOADS[load], mma=2)
+        for layer in layers:
+            check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")
     # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
     fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}.get(keys["a"])
     s8 = keys["a"] == "s8" or fp8 is not None
@@ -180,6 +189,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--copy-ceiling", action="store_true")
+    ap.add_argument("--load", default="auto", choices=sorted(LOADS),
+                    help="force the wgmma kernel with this load path (tma: the warp-specialized pipeline)")
     ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
                     help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
                          "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
@@ -197,7 +208,7 @@ def main():
     for shape in args.shapes.split(","):
         n, k = (int(x) for x in shape.split("x"))
         for spec in args.spec.split(";"):
-            bench_warble(lib, gpu, spec, n, k, ms)
+            bench_warble(lib, gpu, spec, n, k, ms, args.load)
         if not args.no_torch:
             if args.peer == "int8":
                 tp.safe(tp.bench_int8, n, k, ms)

@@ -234,9 +234,13 @@ fi
 if expect 0 "ptx --load tma" "" -- $W ptx w4a16 --arch sm_90a --m 300 --n 4096 --k 4096 --load tma --plain; then
     grep -q 'cp.async.bulk.tensor.2d' "$tmp/out" || fail "--load tma emits no TMA copy"
     grep -q '\.param \.align 64 \.b8 p_tmap\[128\]' "$tmp/out" || fail "--load tma kernel takes no tensor map"
-    # a wait for a tile past K never completes (no copy was issued): every wait must be skippable
-    [ "$(grep -c 'mbarrier.try_wait' "$tmp/out")" -eq "$(grep -c 'bra \$L_tma_none' "$tmp/out")" ] ||
+    # a consumer's wait for a tile past K never completes (no copy was issued): each must be skippable;
+    # the producer waits for an empty stage only from the second use of a stage on
+    [ "$(grep -c '^\$L_full' "$tmp/out")" -eq "$(grep -c 'bra \$L_tma_none' "$tmp/out")" ] ||
         fail "--load tma: a mbarrier wait without the past-K guard"
+    [ "$(grep -c 'mbarrier.try_wait' "$tmp/out")" -eq $(($(grep -c 'bra \$L_tma_none' "$tmp/out") + 1)) ] ||
+        fail "--load tma: not one empty-stage wait (the producer's) beside the consumers' full waits"
+    grep -q 'bra \$L_fresh' "$tmp/out" || fail "--load tma: the producer waits for an empty stage on its first use"
 fi
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma

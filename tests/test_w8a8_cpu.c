@@ -65,9 +65,27 @@
  * D as m16n8's repeated along N. Each f32 output is c (zero for a false scale-d) plus the exact sum of
  * its 16 products, rounded once to f32, as for the mma.sync ones, so these cases are checked within the
  * same bound. Swapping A's rows and k halves or a register's two halves, B's k halves, D's pairs, f16
- * for bf16, dropping the swizzle or ignoring scale-d in the model makes them fail. The 16-bit-activation
- * kernels (w4a16 and the like) have no case here: the interpreter has no run path for f16 / bf16
- * activations. */
+ * for bf16, dropping the swizzle or ignoring scale-d in the model makes them fail. The weight-only
+ * kernels (16-bit activations: run_case_a16) run here on mma.sync, wgmma and tcgen05.
+ *
+ * --load tma (sm_90a: the warp-specialized wgmma pipeline, lower_tma.c; tma_kernel_matches_reference and
+ * its W8A8 twin): mbarriers count arrivals and transaction bytes (arrive, arrive.expect_tx; complete_tx
+ * by the copies; a phase completes when both reach zero, the bytes going negative meanwhile as the PTX
+ * ISA allows), and try_wait.parity records per thread the phases it has seen. cp.async.bulk.tensor.2d
+ * reads the case's tensor map as runtime/gpu.c encodes it (the M x K activations, boxes of the block's
+ * tokens x 128 bytes, 128B swizzle into a 1024-aligned destination, zeros past M and K); cp.async.bulk
+ * copies multiples of 16 bytes. Both complete at issue, obey global_at's rules (PDL included) and write
+ * through the async proxy (wgmma needs no fence after them). Races are checked, not left to the
+ * schedule: reading (ld.shared, ldmatrix, a wgmma's B, tcgen05) a chunk that an async copy wrote before
+ * seeing the phase its bytes complete fails; so does a copy into a chunk that a thread read since the
+ * last copy, unless that thread released after the read (an mbarrier arrival or a bar.sync; a wgmma's
+ * reads end at its wait_group) in a phase the copying thread has seen. A block whose live threads all
+ * wait (mbarrier spins, bar.sync, collectives; ended threads count as arrived at bar.sync) fails as
+ * stuck, naming where each warp waits; one that ends with bytes outstanding, or with a copy no thread
+ * waited for, fails too. bar.warp.sync and setmaxnreg are warp collectives that only meet. Dropping the
+ * swizzle, the consumers' full wait or the producer's empty wait, the release, moving the release
+ * before wait_group, expect_tx or a bulk size 16 bytes off, or the wrong TMA row makes these cases fail;
+ * zero-filling rows past M is not observable (those tokens' outputs are never stored). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +106,14 @@
 /* SPIN: at an mbarrier.try_wait that failed; it tries again in the next round */
 enum { RUN, AT_WARP, AT_BAR, SPIN, DONE };
 
-enum { MAX_MBARS = 4, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
+/* MAX_MBARS: --load tma's full and empty barrier per stage (8 stages at most), tcgen05's two */
+enum { MAX_MBARS = 24, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
+
+/* A release by a thread: an mbarrier arrival (mbar: its index; phase: the phase it counts toward) or
+ * its arrival at a bar.sync (mbar -1; phase: the barrier's generation, counted from 1 in the block). */
+typedef struct rel_ev {
+    int mbar, phase;
+} rel_ev;
 
 typedef struct thread {
     int pc, state;
@@ -97,14 +122,41 @@ typedef struct thread {
     int seen[MAX_MBARS]; /* per mbarrier: the phases this thread has seen complete (try_wait) */
     int seen_rec;        /* the last tcgen05 commit this thread has seen complete, + 1 (a commit's
                             completion includes every earlier MMA of its thread) */
+    int bars;            /* bar.sync generations passed */
+    rel_ev *rel;         /* its releases in order (nrel of them; relcap allocated): TMA kernels only */
+    int nrel, relcap;
     uint64_t *r;
 } thread;
 
-/* An mbarrier: its shared address, arrivals per phase, arrivals still missing, phases completed. */
+/* An mbarrier: its shared address, arrivals per phase, arrivals still missing, phases completed; the
+ * transaction count (bytes expected by expect_tx and not yet landed: negative while a copy has landed
+ * before its bytes were expected, as the PTX ISA allows); the phase the last async copy on it completes
+ * (0: none), which some thread must see before the block ends. */
 typedef struct mbar {
     uint64_t addr;
     int count, pending, phase;
+    int64_t tx;
+    int copy_phase;
 } mbar;
+
+/* The activations' CUtensorMap as the runtime encodes it (runtime/gpu.c), set by the test: a row-major
+ * rows x cols matrix of elem-byte values at base, read in boxes of box_rows x box_cols (128 bytes) with
+ * the 128-byte swizzle; out-of-bound elements read as zeros. The kernel reaches it as the generic
+ * address of the parameter p_tmap, which the interpreter models as the value TMAP_ADDR (an address no
+ * buffer can have). */
+typedef struct fake_tmap {
+    uint64_t base;
+    int64_t rows, cols;
+    int elem, box_rows, box_cols;
+} fake_tmap;
+
+#define TMAP_ADDR 0x7A5A000000000000ull
+
+/* The async copy (TMA or cp.async.bulk) that last wrote a 16-byte chunk of shared memory, until a
+ * generic write: its mbarrier (index + 1; 0: none), the phase its bytes complete, its instruction. */
+typedef struct async_rec {
+    int mbar, phase, insn;
+} async_rec;
 
 /* The tcgen05.mma of one commit (or of the one not yet committed: open): the mbarrier its commit
  * arrives on and the phase count that arrival completed. Until a thread has seen that phase, or that
@@ -157,6 +209,14 @@ typedef struct emu {
     uint64_t *written;
     uint32_t *fences;
     int pdl; /* the target has griddepcontrol: the kernel is launched with PDL */
+    const fake_tmap *tmap; /* the activations' tensor map (TMA kernels), else NULL */
+    async_rec *arec;       /* per 16-byte chunk of shared memory */
+    /* the write-after-read check of async copies (TMA kernels only; else NULL): per 16-byte chunk and
+     * thread, 1 + the thread's count of releases at its last read of the chunk since the last async copy
+     * into it (0: none); per chunk, the instruction of its last read; bar.sync generations completed */
+    uint32_t *rd;
+    int *rd_insn;
+    int bar_gen;
     mbar mbars[MAX_MBARS];
     int nmbars, progress; /* progress: instructions run in this round (a failed try_wait is none) */
     /* tcgen05: tensor memory (lanes x columns of f32), the allocation (base column, columns; 0 when
@@ -205,10 +265,10 @@ static uint8_t *shared_at(emu *e, uint64_t addr, int bytes)
     return e->smem + addr;
 }
 
-/* A generic-proxy write (st.shared, cp.async) of `bytes` at addr by thread e->cur: no incomplete wgmma
- * may read those bytes (the hardware reads B at any time before wgmma.wait_group), and the async proxy
- * sees them only after the writer's next fence.proxy.async. */
-static void shared_write(emu *e, uint64_t addr, int bytes)
+/* Any write of `bytes` of shared memory at addr by thread e->cur (or a copy it issued): no incomplete
+ * wgmma may read those bytes (the hardware reads B at any time before wgmma.wait_group), nor a
+ * tcgen05.mma whose commit this thread has not seen. */
+static void shared_write_check(emu *e, uint64_t addr, int bytes)
 {
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
         if (e->reading[c]) {
@@ -226,8 +286,122 @@ static void shared_write(emu *e, uint64_t addr, int bytes)
                   e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes,
                   rec->open ? "not committed" : "its commit's mbarrier phase not waited for by this thread");
         }
+}
+
+/* A generic-proxy write (st.shared, cp.async) by thread e->cur: the async proxy sees it only after the
+ * writer's next fence.proxy.async; the chunks hold no async copy's data any more. */
+static void shared_write(emu *e, uint64_t addr, int bytes)
+{
+    shared_write_check(e, addr, bytes);
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        e->arec[c].mbar = 0;
     for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
         e->written[a] = (uint64_t)(e->cur + 1) << 32 | e->fences[e->cur];
+}
+
+/* Thread t reads `bytes` of shared memory at addr (what: the instruction): a chunk an async copy wrote
+ * holds its data only once the copy's mbarrier phase is complete, and the thread may rely on that only
+ * after seeing the phase (mbarrier.try_wait): otherwise a race with the copy. */
+static void check_landed(const emu *e, int t, uint64_t addr, int bytes, const char *what)
+{
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++) {
+        const async_rec *ar = &e->arec[c];
+        if (ar->mbar && e->t[t].seen[ar->mbar - 1] < ar->phase)
+            ck_abort_msg("thread %d (insn %d, %s) reads shared %llu, written by the async copy of insn %d, before "
+                         "waiting for the phase that copy completes: it has seen %d phases of mbarrier %d (shared "
+                         "%llu), the copy's bytes complete phase %d", t, e->t[t].pc, what, (unsigned long long)(16 * c),
+                         ar->insn, e->t[t].seen[ar->mbar - 1], ar->mbar - 1,
+                         (unsigned long long)e->mbars[ar->mbar - 1].addr, ar->phase);
+    }
+}
+
+/* A wgmma's read: every lane gets its results, so every lane must have seen the phase. */
+static void check_landed_warp(const emu *e, int w, uint64_t addr, int bytes, const char *what)
+{
+    for (int l = 0; l < 32; l++)
+        check_landed(e, 32 * w + l, addr, bytes, what);
+}
+
+/* Thread t's read of chunk c ends here (insn): a later async copy into the chunk must be ordered after
+ * one of the releases t makes from now on (check_released). */
+static void note_read(emu *e, int t, uint64_t c, int insn)
+{
+    if (!e->rd)
+        return;
+    e->rd[c * (uint64_t)e->nthreads + (uint64_t)t] = (uint32_t)e->t[t].nrel + 1;
+    e->rd_insn[c] = insn;
+}
+
+/* A read of `bytes` of shared memory at addr by thread t that ends at once (ld.shared, ldmatrix). */
+static void shared_read(emu *e, int t, uint64_t addr, int bytes, const char *what)
+{
+    check_landed(e, t, addr, bytes, what);
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
+        note_read(e, t, c, e->t[t].pc);
+}
+
+/* Thread t releases (arrives on mbarrier index idx, counting toward phase; or, idx -1, at the bar.sync
+ * of generation phase): whoever sees that phase complete is ordered after t's earlier reads. */
+static void note_release(emu *e, int t, int idx, int phase)
+{
+    thread *th = &e->t[t];
+    if (!e->rd)
+        return;
+    if (th->nrel == th->relcap) {
+        th->relcap = th->relcap ? 2 * th->relcap : 64;
+        th->rel = realloc(th->rel, (size_t)th->relcap * sizeof *th->rel);
+        ck_assert_ptr_nonnull(th->rel);
+    }
+    th->rel[th->nrel++] = (rel_ev){idx, phase};
+}
+
+static int has_seen(const thread *th, rel_ev ev)
+{
+    return ev.mbar < 0 ? th->bars >= ev.phase : th->seen[ev.mbar] >= ev.phase;
+}
+
+/* Write after read: an async copy into chunk c, issued by thread e->cur, overwrites what every thread
+ * read of it since the last copy; each such read must happen before the copy: the reader released
+ * (an mbarrier arrival, a bar.sync) after it, in a phase the issuing thread has seen complete. The
+ * interpreter runs a thread on to its next wait, so without this a consumer that releases a stage
+ * before it is done with it (before its wgmma.wait_group, or before a last ld.shared) would go
+ * unnoticed. */
+static void check_released(emu *e, uint64_t c)
+{
+    if (!e->rd)
+        return;
+    const thread *p = &e->t[e->cur];
+    uint32_t *rd = &e->rd[c * (uint64_t)e->nthreads];
+    for (int t = 0; t < e->nthreads; t++) {
+        if (!rd[t] || t == e->cur) {
+            rd[t] = 0;
+            continue;
+        }
+        const thread *r = &e->t[t];
+        int j = (int)rd[t] - 1;
+        while (j < r->nrel && !has_seen(p, r->rel[j]))
+            j++;
+        CHECK(j < r->nrel, "thread %d's async copy (insn %d) overwrites shared %llu, which thread %d read (the "
+              "chunk's last read: insn %d) with no release since (mbarrier arrival, bar.sync) in a phase the copying "
+              "thread has seen complete: a write-after-read race", e->cur, p->pc, (unsigned long long)(16 * c), t,
+              e->rd_insn[c]);
+        rd[t] = 0;
+    }
+}
+
+/* An async-proxy write (TMA, cp.async.bulk) issued by thread e->cur, its bytes counted on mbarrier mb:
+ * wgmma (the async proxy too) needs no fence to read it, but every reader must first see the phase
+ * that the copy's bytes complete, the one now running (the expect_tx may come before or after). */
+static void async_write(emu *e, uint64_t addr, int bytes, mbar *mb)
+{
+    shared_write_check(e, addr, bytes);
+    mb->copy_phase = mb->phase + 1;
+    for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++) {
+        check_released(e, c);
+        e->arec[c] = (async_rec){(int)(mb - e->mbars) + 1, mb->phase + 1, e->t[e->cur].pc};
+    }
+    for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
+        e->written[a] = 0;
 }
 
 /* The mbarrier at shared address addr (initialized). */
@@ -241,9 +415,47 @@ static mbar *mbar_at(emu *e, uint64_t addr)
     return NULL;
 }
 
+/* A phase completes once every arrival it expects has come and every byte expected has landed; the
+ * next one expects count arrivals and no bytes. */
+static void mbar_settle(mbar *mb)
+{
+    if (mb->pending == 0 && mb->tx == 0)
+        mb->phase++, mb->pending = mb->count, mb->tx = 0;
+}
+
+/* The PTX ISA bounds the transaction count to +-(2^20 - 1). */
+static void mbar_tx_check(const emu *e, const mbar *mb)
+{
+    CHECK(mb->tx > -(1 << 20) && mb->tx < (1 << 20), "thread %d (insn %d): mbarrier %d's transaction count %lld "
+          "is out of range", e->cur, e->t[e->cur].pc, (int)(mb - e->mbars), (long long)mb->tx);
+}
+
+/* mbarrier.arrive (tx 0) or arrive.expect_tx (tx bytes) by thread e->cur: the bytes are expected first,
+ * then the arrival counts. One arrival more than the phase expects is an error (the pending count
+ * would go below zero). */
+static void mbar_arrive(emu *e, mbar *mb, int64_t tx)
+{
+    CHECK(mb->pending > 0, "thread %d (insn %d): an arrival on mbarrier %d (shared %llu) with none pending in its "
+          "phase %d (%lld bytes still expected)", e->cur, e->t[e->cur].pc, (int)(mb - e->mbars),
+          (unsigned long long)mb->addr, mb->phase, (long long)mb->tx);
+    mb->tx += tx;
+    mbar_tx_check(e, mb);
+    mb->pending--;
+    mbar_settle(mb);
+}
+
+/* complete_tx: an async copy's bytes have landed. */
+static void mbar_complete_tx(emu *e, mbar *mb, int64_t bytes)
+{
+    mb->tx -= bytes;
+    mbar_tx_check(e, mb);
+    mbar_settle(mb);
+}
+
 /* wgmma (warp w) reads `bytes` of B at addr: their writers must have fenced the async proxy since (and
- * met the warp at a barrier: the interpreter runs a thread on only to its next barrier or collective);
- * the chunk stays in the warp's flight until its wgmma.wait_group. */
+ * met the warp at a barrier: the interpreter runs a thread on only to its next barrier or collective),
+ * an async copy's data must have landed (check_landed; once per chunk and flight: while the warp reads
+ * it no write may come); the chunk stays in the warp's flight until its wgmma.wait_group. */
 static void async_read(emu *e, int w, uint64_t addr, int bytes)
 {
     for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++) {
@@ -254,16 +466,17 @@ static void async_read(emu *e, int w, uint64_t addr, int bytes)
     }
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
         if (!(e->reading[c] >> w & 1)) {
+            check_landed_warp(e, w, 16 * c, 16, "wgmma");
             e->reading[c] |= 1u << w;
             e->flight[w].chunk[e->flight[w].n++] = (int)c;
         }
 }
 
-/* A global access of `bytes` at addr: naturally aligned, inside one of the case's buffers. */
-static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
+/* A global access of `bytes` at addr, `align`-byte aligned, inside one of the case's buffers. */
+static uint8_t *global_span(const emu *e, uint64_t addr, int64_t bytes, int align, int store)
 {
-    CHECK(addr % (uint64_t)bytes == 0, "global access of %d bytes at %#llx is misaligned", bytes,
-          (unsigned long long)addr);
+    CHECK(addr % (uint64_t)align == 0, "global access of %lld bytes at %#llx is not %d-byte aligned", (long long)bytes,
+          (unsigned long long)addr, align);
     for (int i = 0; i < e->nbufs; i++)
         if (addr >= e->bufs[i].lo && addr + (uint64_t)bytes <= e->bufs[i].hi) {
             CHECK(!store || e->bufs[i].kind == BUF_OUT, "global store into the read-only %s", e->bufs[i].name);
@@ -272,9 +485,15 @@ static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
                   store ? "store" : "load", e->bufs[i].name);
             return (uint8_t *)(uintptr_t)addr;
         }
-    ck_abort_msg("global %s of %d bytes at %#llx lies outside every buffer", store ? "store" : "load", bytes,
-                 (unsigned long long)addr);
+    ck_abort_msg("global %s of %lld bytes at %#llx lies outside every buffer", store ? "store" : "load",
+                 (long long)bytes, (unsigned long long)addr);
     return NULL;
+}
+
+/* A global access of `bytes` at addr: naturally aligned, inside one of the case's buffers. */
+static uint8_t *global_at(const emu *e, uint64_t addr, int bytes, int store)
+{
+    return global_span(e, addr, bytes, bytes, store);
 }
 
 static int jump(const emu *e, const char *label)
@@ -292,7 +511,8 @@ static int is_collective(wb_op op)
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
            op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
            op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH ||
-           op == WB_OP_SHFL_BFLY;
+           op == WB_OP_SHFL_BFLY || op == WB_OP_BAR_WARP_SYNC || op == WB_OP_SETMAXNREG_INC ||
+           op == WB_OP_SETMAXNREG_DEC;
 }
 
 /* A compare of the type's width (every setp the kernel emits is u32). */
@@ -451,6 +671,8 @@ static void load(emu *e, const char *ty, uint64_t *dst, uint64_t addr, int share
 {
     int bytes = access_bytes(ty);
     const uint8_t *p = shared ? shared_at(e, addr, bytes) : global_at(e, addr, bytes, 0);
+    if (shared)
+        shared_read(e, e->cur, addr, bytes, "ld.shared");
     uint32_t v = 0;
     memcpy(&v, p, (size_t)bytes);
     *dst = v;
@@ -567,6 +789,7 @@ static void tc_read(emu *e, uint64_t addr, int bytes)
               "tcgen05.mma reads shared %llu, written by thread %d with no fence.proxy.async since",
               (unsigned long long)(4 * a), (int)(wr >> 32) - 1);
     }
+    check_landed(e, e->cur, addr, bytes, "tcgen05.mma");
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
         e->tc_read[c] = e->ntc_recs;
 }
@@ -702,6 +925,68 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
     memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
 }
 
+/* cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {c0,
+ * c1}], [mbar] by thread e->cur, with the case's tensor map: box row r is matrix row c1 + r, its 16-byte
+ * chunk j the elements c0 + j (16 / elem)..; the chunk lands at dst + 128 r + 16 (j ^ (r % 8)) (the
+ * 128-byte swizzle, whose atom of 8 rows needs dst 1024-aligned); elements past the matrix (rows past
+ * M, columns past K) land as zeros; the whole box's bytes complete on the mbarrier. Each element read
+ * obeys global_at (inside the buffer; after griddepcontrol.wait for the activations). */
+static void run_tma_load(emu *e, thread *th, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    const fake_tmap *tm = e->tmap;
+    CHECK(tm, "thread %d (insn %d): a TMA load, but the case has no tensor map", e->cur, th->pc);
+    CHECK(val(th, &o[1]) == TMAP_ADDR, "thread %d (insn %d): the TMA load's map operand %#llx is not the generic "
+          "address of p_tmap", e->cur, th->pc, (unsigned long long)val(th, &o[1]));
+    uint64_t dst = val(th, &o[0]);
+    int64_t c0 = (int32_t)(uint32_t)val(th, &o[2]), c1 = (int32_t)(uint32_t)val(th, &o[3]);
+    int per = 16 / tm->elem, bytes = tm->box_rows * 128;
+    CHECK(dst % 1024 == 0 && dst + (uint64_t)bytes <= (uint64_t)e->smem_bytes, "thread %d (insn %d): TMA box of %d "
+          "bytes at shared %llu: not 1024-aligned (128B swizzle atom) or past %d bytes", e->cur, th->pc, bytes,
+          (unsigned long long)dst, e->smem_bytes);
+    mbar *mb = mbar_at(e, val(th, &o[4]));
+    async_write(e, dst, bytes, mb);
+    for (int r = 0; r < tm->box_rows; r++)
+        for (int j = 0; j < 8; j++) {
+            uint8_t chunk[16] = {0};
+            for (int q = 0; q < per; q++) {
+                int64_t row = c1 + r, col = c0 + j * per + q;
+                if (row >= 0 && row < tm->rows && col >= 0 && col < tm->cols)
+                    memcpy(chunk + q * tm->elem,
+                           global_at(e, tm->base + (uint64_t)(row * tm->cols + col) * (uint64_t)tm->elem, tm->elem, 0),
+                           (size_t)tm->elem);
+            }
+            memcpy(e->smem + dst + 128 * (uint64_t)r + 16 * (uint64_t)(j ^ (r & 7)), chunk, 16);
+        }
+    mbar_complete_tx(e, mb, bytes);
+}
+
+/* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] by thread
+ * e->cur: size a positive multiple of 16, both addresses 16-aligned, the source inside one buffer
+ * (global_span: after griddepcontrol.wait for the activations), the destination inside shared memory;
+ * its bytes complete on the mbarrier. */
+static void run_bulk_copy(emu *e, thread *th, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    uint64_t dst = val(th, &o[0]), src = val(th, &o[1]);
+    int64_t size = (int64_t)val(th, &o[2]);
+    CHECK(size > 0 && size % 16 == 0 && dst % 16 == 0 && dst + (uint64_t)size <= (uint64_t)e->smem_bytes,
+          "thread %d (insn %d): cp.async.bulk of %lld bytes to shared %llu (a positive multiple of 16, 16-aligned, "
+          "inside the %d bytes)", e->cur, th->pc, (long long)size, (unsigned long long)dst, e->smem_bytes);
+    const uint8_t *p = global_span(e, src, size, 16, 0);
+    mbar *mb = mbar_at(e, val(th, &o[3]));
+    async_write(e, dst, (int)size, mb);
+    memcpy(e->smem + dst, p, (size_t)size);
+    mbar_complete_tx(e, mb, size);
+}
+
+/* mov of a symbol: only the tensor map parameter's address is modelled (TMAP_ADDR). */
+static uint64_t symbol(const emu *e, const char *name)
+{
+    CHECK(!strcmp(name, "p_tmap"), "thread %d: mov of the symbol %s is not modelled", e->cur, name);
+    return TMAP_ADDR;
+}
+
 static void run_thread(emu *e, int i)
 {
     thread *th = &e->t[i];
@@ -721,7 +1006,8 @@ static void run_thread(emu *e, int i)
         uint64_t *d = o[0].kind == WB_O_REG ? &th->r[o[0].v] : NULL;
         int next = th->pc + 1;
         switch (in->op) {
-        case WB_OP_MOV: *d = val(th, &o[1]); break;
+        case WB_OP_MOV: *d = o[1].kind == WB_O_TEXT ? symbol(e, o[1].text) : val(th, &o[1]); break;
+        case WB_OP_CVTA_PARAM: *d = val(th, &o[1]); break; /* the param space's address, generic: the same */
         case WB_OP_ADD: case WB_OP_SUB: case WB_OP_MUL_LO: case WB_OP_MUL_WIDE: case WB_OP_REM:
         case WB_OP_SHL: case WB_OP_SHR: case WB_OP_OR: case WB_OP_XOR:
             *d = alu(in->op, in->type, val(th, &o[1]), val(th, &o[2]), 0);
@@ -835,7 +1121,7 @@ static void run_thread(emu *e, int i)
             memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
             shared_write(e, val(th, &o[0]), 16);
             break;
-        case WB_OP_BAR_SYNC: th->state = AT_BAR; return;
+        case WB_OP_BAR_SYNC: note_release(e, i, -1, e->bar_gen + 1), th->state = AT_BAR; return;
         case WB_OP_BRA: next = jump(e, o[0].text); break;
         case WB_OP_BRA_IF: if (th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
@@ -849,8 +1135,11 @@ static void run_thread(emu *e, int i)
         case WB_OP_WGMMA_WAIT: { /* .sync.aligned: the warp's lanes wait together, so the first one ends them */
             wgmma_flight *fl = &e->flight[i / 32];
             CHECK(val(th, &o[0]) == 0, "wgmma.wait_group %d is not modelled", (int)val(th, &o[0]));
-            for (int j = 0; j < fl->committed; j++)
+            for (int j = 0; j < fl->committed; j++) { /* the reads end: of every lane (it got the data) */
                 e->reading[fl->chunk[j]] &= ~(1u << (i / 32));
+                for (int l = 0; l < 32; l++)
+                    note_read(e, 32 * (i / 32) + l, (uint64_t)fl->chunk[j], th->pc);
+            }
             memmove(fl->chunk, fl->chunk + fl->committed, (size_t)(fl->n - fl->committed) * sizeof *fl->chunk);
             fl->n -= fl->committed, fl->committed = 0;
             break;
@@ -861,9 +1150,17 @@ static void run_thread(emu *e, int i)
             for (int j = 0; j < e->nmbars; j++)
                 CHECK(e->mbars[j].addr != at, "mbarrier at %llu initialized twice", (unsigned long long)at);
             CHECK(e->nmbars < MAX_MBARS && val(th, &o[1]) > 0, "mbarrier.init: too many, or count 0");
-            e->mbars[e->nmbars++] = (mbar){at, (int)val(th, &o[1]), (int)val(th, &o[1]), 0};
+            e->mbars[e->nmbars++] = (mbar){at, (int)val(th, &o[1]), (int)val(th, &o[1]), 0, 0, 0};
             break;
         }
+        case WB_OP_MBAR_ARRIVE: case WB_OP_MBAR_EXPECT_TX: {
+            mbar *mb = mbar_at(e, val(th, &o[0]));
+            note_release(e, i, (int)(mb - e->mbars), mb->phase + 1);
+            mbar_arrive(e, mb, in->op == WB_OP_MBAR_ARRIVE ? 0 : (int64_t)val(th, &o[1]));
+            break;
+        }
+        case WB_OP_TMA_LOAD_2D: run_tma_load(e, th, in); break;
+        case WB_OP_BULK_COPY: run_bulk_copy(e, th, in); break;
         case WB_OP_MBAR_TRY_WAIT: { /* the phase of parity P is complete once the phase count's parity is not P */
             mbar *mb = mbar_at(e, val(th, &o[1]));
             if ((mb->phase & 1) == (int)(val(th, &o[2]) & 1)) {
@@ -888,11 +1185,12 @@ static void run_thread(emu *e, int i)
             mbar *mb = mbar_at(e, val(th, &o[0]));
             CHECK(i == 0, "tcgen05.commit by thread %d: the MMAs are issued by thread 0", i);
             CHECK(e->ntc_recs && e->tc_recs[e->ntc_recs - 1].open, "tcgen05.commit with no MMA since the last");
-            if (--mb->pending == 0)
-                mb->phase++, mb->pending = mb->count;
+            int before = mb->phase;
+            note_release(e, i, (int)(mb - e->mbars), mb->phase + 1);
+            mbar_arrive(e, mb, 0);
             tc_rec *rec = &e->tc_recs[e->ntc_recs - 1];
             rec->open = 0, rec->mbar = (int)(mb - e->mbars), rec->phase = mb->phase;
-            CHECK(mb->pending == mb->count, "tcgen05.commit's arrival did not complete the mbarrier's phase");
+            CHECK(mb->phase == before + 1, "tcgen05.commit's arrival did not complete the mbarrier's phase");
             break;
         }
         case WB_OP_TC_LD_X8: run_tc_ld(e, th, i, in); break;
@@ -1198,14 +1496,25 @@ static void run_collective(emu *e, int base)
         r[l] = e->t[base + l].r;
     }
     const wb_opnd *o = in->o;
+    if (in->op == WB_OP_BAR_WARP_SYNC) /* bar.warp.sync -1: every lane has met here; nothing else to do */
+        return;
+    if (in->op == WB_OP_SETMAXNREG_INC || in->op == WB_OP_SETMAXNREG_DEC) { /* .sync.aligned: registers only */
+        int64_t regs = lane_val(r[0], &o[0]);
+        CHECK(regs >= 24 && regs <= 256 && regs % 8 == 0, "setmaxnreg %lld (24 to 256, a multiple of 8)",
+              (long long)regs);
+        return;
+    }
     if (in->op == WB_OP_LDMATRIX_X4 || in->op == WB_OP_LDMATRIX_X2) { /* matrix j row q: lane 8j + q's address */
         int nm = in->op == WB_OP_LDMATRIX_X4 ? 4 : 2;
         uint32_t out[32][4];
         for (int l = 0; l < 8 * nm; l++)
             shared_at(e, r[l][o[nm].v], 16); /* each row address: 16 bytes, aligned */
         for (int l = 0; l < 32; l++)
-            for (int j = 0; j < nm; j++)
-                memcpy(&out[l][j], shared_at(e, r[8 * j + l / 4][o[nm].v] + 4 * (uint64_t)(l % 4), 4), 4);
+            for (int j = 0; j < nm; j++) { /* lane l gets word l % 4 of row l / 4 of matrix j */
+                uint64_t at = r[8 * j + l / 4][o[nm].v] + 4 * (uint64_t)(l % 4);
+                shared_read(e, base + l, at, 4, "ldmatrix");
+                memcpy(&out[l][j], shared_at(e, at, 4), 4);
+            }
         for (int l = 0; l < 32; l++)
             for (int j = 0; j < nm; j++)
                 r[l][o[j].v] = out[l][j];
@@ -1273,6 +1582,74 @@ static void run_collective(emu *e, int base)
             r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
 }
 
+/* Where warp w waits, as text (its first live lane: a barrier, a collective, or an mbarrier spin with
+ * the mbarrier's state); the lanes that wait there in *lanes. Empty when the whole warp is done. */
+static void warp_wait(const emu *e, int w, char *buf, size_t size, int *lanes)
+{
+    int l = 0;
+    buf[0] = 0, *lanes = 0;
+    while (l < 32 && e->t[32 * w + l].state == DONE)
+        l++;
+    if (l == 32)
+        return;
+    const thread *th = &e->t[32 * w + l];
+    for (int j = 0; j < 32; j++)
+        *lanes += e->t[32 * w + j].state == th->state && e->t[32 * w + j].pc == th->pc;
+    int n = snprintf(buf, size, "insn %d (%s)", th->pc,
+                     th->state == AT_BAR ? "bar.sync" : th->state == AT_WARP ? "a collective" : "mbarrier spin");
+    if (th->state != SPIN)
+        return;
+    const wb_opnd *o = e->f->insns[th->pc].o;
+    for (int i = 0; i < e->nmbars; i++)
+        if (e->mbars[i].addr == val(th, &o[1]))
+            snprintf(buf + n, size - (size_t)n, " on mbarrier %d, parity %d: %d phases done, %d arrivals and %lld "
+                     "bytes to come", i, (int)(val(th, &o[2]) & 1), e->mbars[i].phase, e->mbars[i].pending,
+                     (long long)e->mbars[i].tx);
+}
+
+/* "the block is stuck": where each run of warps waits (warp_wait), so that a producer / consumer
+ * deadlock reads off the message. */
+static void stuck(const emu *e, int live, int at_bar)
+{
+    char msg[2048], cur[256], next[256];
+    int n = snprintf(msg, sizeof msg, "the block is stuck: %d threads live, %d at a barrier;", live, at_bar), lanes, nl;
+    int nw = e->nthreads / 32;
+    for (int w = 0; w < nw && n < (int)sizeof msg - 300; w++) {
+        warp_wait(e, w, cur, sizeof cur, &lanes);
+        int last = w;
+        for (; last + 1 < nw; last++) { /* the run of warps waiting at the same place */
+            warp_wait(e, last + 1, next, sizeof next, &nl);
+            if (nl != lanes || strcmp(next, cur))
+                break;
+        }
+        if (cur[0] && last > w)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, " warps %d-%d: %d lanes each at %s;", w, last, lanes, cur);
+        else if (cur[0])
+            n += snprintf(msg + n, sizeof msg - (size_t)n, " warp %d: %d lanes at %s;", w, lanes, cur);
+        w = last;
+    }
+    ck_abort_msg("%s", msg);
+}
+
+/* At the block's end no async copy may still be in flight: every mbarrier's expected bytes have landed
+ * (none expected that no copy brought, none landed that no expect_tx counted), and some thread has
+ * seen the phase of each one's last copy (else nothing orders the copy before the block's exit, and it
+ * could write the shared memory of the next block on the SM). */
+static void check_copies_done(const emu *e)
+{
+    for (int i = 0; i < e->nmbars; i++) {
+        const mbar *mb = &e->mbars[i];
+        int seen = 0;
+        for (int t = 0; t < e->nthreads; t++)
+            seen = e->t[t].seen[i] > seen ? e->t[t].seen[i] : seen;
+        CHECK(mb->tx == 0, "the block ended with mbarrier %d (shared %llu) at %lld transaction bytes in phase %d",
+              i, (unsigned long long)mb->addr, (long long)mb->tx, mb->phase);
+        CHECK(seen >= mb->copy_phase, "the block ended before any thread waited for the async copy that completes "
+              "phase %d of mbarrier %d (shared %llu; threads saw %d phases)", mb->copy_phase, i,
+              (unsigned long long)mb->addr, seen);
+    }
+}
+
 /* One block, to the end of every thread. */
 static void run_block(emu *e)
 {
@@ -1283,11 +1660,14 @@ static void run_block(emu *e)
     for (int w = 0; w < e->nthreads / 32; w++)
         e->flight[w].n = e->flight[w].committed = 0;
     memset(e->tc_read, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->tc_read);
-    e->nmbars = e->ntc_recs = e->tmem_cols = 0;
+    memset(e->arec, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->arec);
+    if (e->rd)
+        memset(e->rd, 0, (size_t)(e->smem_bytes / 16) * (size_t)e->nthreads * sizeof *e->rd);
+    e->nmbars = e->ntc_recs = e->tmem_cols = e->bar_gen = 0;
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = 0;
         memset(e->t[i].seen, 0, sizeof e->t[i].seen);
-        e->t[i].seen_rec = 0;
+        e->t[i].seen_rec = e->t[i].bars = e->t[i].nrel = 0;
         e->t[i].state = RUN;
         memset(e->t[i].r, 0, (size_t)e->f->nregs * sizeof *e->t[i].r);
     }
@@ -1314,18 +1694,21 @@ static void run_block(emu *e)
             live += e->t[i].state != DONE, at_bar += e->t[i].state == AT_BAR;
         if (!live) {
             CHECK(!e->tmem_cols, "the block ended with %d tensor memory columns allocated", e->tmem_cols);
+            check_copies_done(e);
             for (int i = 0; i < e->nthreads; i++)
                 CHECK(e->t[i].launched <= 1, "thread %d ran griddepcontrol.launch_dependents %d times", i,
                       e->t[i].launched);
             return;
         }
-        if (!moved && at_bar == live) {
+        if (!moved && at_bar == live) { /* (threads that have ended count as arrived) */
+            e->bar_gen++;
             for (int i = 0; i < e->nthreads; i++)
                 if (e->t[i].state == AT_BAR)
-                    e->t[i].pc++, e->t[i].state = RUN;
+                    e->t[i].pc++, e->t[i].state = RUN, e->t[i].bars = e->bar_gen;
             moved = 1;
         }
-        CHECK(moved, "the block is stuck: %d threads live, %d at a barrier", live, at_bar);
+        if (!moved) /* every live thread waits: at a barrier some thread never reaches, or on an mbarrier */
+            stuck(e, live, at_bar);
     }
 }
 
@@ -1383,14 +1766,16 @@ static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int
     ck_assert_int_eq(wb_lower_gemm(b->kern, t, 0, &b->fn), WB_OK);
 }
 
-/* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs. */
-static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs)
+/* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs and the
+ * tensor map tm (TMA kernels; else NULL). */
+static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs,
+                     const fake_tmap *tm)
 {
     wb_launch_dims dims = *d;
     if (dims.smem_bytes < 16) /* the quantizer has none */
         dims.smem_bytes = 16;
     emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs,
-             .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0};
+             .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0, .tmap = tm};
     ck_assert(nbufs <= MAX_BUFS);
     memcpy(e.bufs, bufs, (size_t)nbufs * sizeof *bufs);
     memcpy(e.params, params, sizeof e.params);
@@ -1407,8 +1792,14 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
     e.tc_unread = calloc((size_t)TC_LANES * TC_COLS, 1);
     e.tc_read = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.tc_read);
     e.tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e.tc_recs);
+    e.arec = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.arec);
+    if (tm) { /* the write-after-read check of async copies */
+        e.rd = malloc((size_t)(e.smem_bytes / 16) * (size_t)e.nthreads * sizeof *e.rd);
+        e.rd_insn = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.rd_insn);
+        ck_assert(e.rd && e.rd_insn);
+    }
     ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight && e.tmem && e.tc_read &&
-              e.tc_recs && e.tc_wrote && e.tc_unread);
+              e.tc_recs && e.tc_wrote && e.tc_unread && e.arec);
     for (int w = 0; w < e.nthreads / 32; w++) {
         e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
         ck_assert_ptr_nonnull(e.flight[w].chunk);
@@ -1426,23 +1817,31 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
             run_block(&e);
         }
     for (int i = 0; i < e.nthreads; i++)
-        free(e.t[i].r);
+        free(e.t[i].r), free(e.t[i].rel);
     for (int w = 0; w < e.nthreads / 32; w++)
         free(e.flight[w].chunk);
     free(e.flight), free(e.fences), free(e.written), free(e.reading);
-    free(e.tmem), free(e.tc_read), free(e.tc_recs), free(e.tc_wrote), free(e.tc_unread);
+    free(e.tmem), free(e.tc_read), free(e.tc_recs), free(e.tc_wrote), free(e.tc_unread), free(e.arec);
+    free(e.rd), free(e.rd_insn);
     free(e.t);
     free(e.smem);
     free(labels);
 }
 
-/* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. */
+/* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. A TMA kernel gets
+ * the activations' tensor map as runtime/layer.c encodes it: the M x K matrix at p_a (f16 / bf16, or
+ * 8-bit codes copied as bytes), boxes of the block's tokens (8 m_tiles) x 128 bytes. */
 static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
                      int nbufs)
 {
     wb_launch_dims dims;
     ck_assert_int_eq(wb_kernel_dims(&b->f, b->fn.target->arch, &b->cfg, m, n, k, &dims), WB_OK);
-    run_func(&b->fn, &dims, params, bufs, nbufs);
+    int elem = b->f.a.bits / 8;
+    fake_tmap tm = {.base = params[1], .rows = m, .cols = k, .elem = elem, .box_rows = 8 * b->cfg.m_tiles,
+                    .box_cols = elem ? 128 / elem : 0};
+    int tma = b->cfg.load == WB_LOAD_TMA;
+    ck_assert(!tma || ((elem == 1 || elem == 2) && b->f.a.bits % 8 == 0 && tm.box_rows <= 256));
+    run_func(&b->fn, &dims, params, bufs, nbufs, tma ? &tm : NULL);
 }
 
 static gbuf buf_of(const void *p, size_t bytes, int kind, const char *name)
@@ -2072,6 +2471,48 @@ START_TEST(a16_kernel_k_slices)
 }
 END_TEST
 
+/* --load tma on sm_90a (wgmma): the warp-specialized pipeline (the consumer warpgroups, then one
+ * producer warp issuing per stage a TMA box of activations and cp.async.bulk copies of the weights and
+ * scale records, counted on the stage's full mbarrier; the consumers release the stage on its empty
+ * one). The fake tensor map is the runtime's (run_grid). 64- and 128-token tiles, two warpgroups of
+ * channels, three and four stages, tails past M (rows the TMA fills with zeros), f16 and bf16
+ * activations, per-group and per-channel scales, a bias. Any read of a stage before its full phase
+ * was seen, a copy into a chunk a wgmma still reads, or a deadlock between producer and consumers
+ * fails the case. */
+START_TEST(tma_kernel_matches_reference)
+{
+    static const struct { const char *spec; int64_t m, k; int mt, stages; } cases[] = {
+        {"w4a16", 100, 1024, 8, 3},
+        {"w4a16", 300, 512, 16, 4},
+        {"a=bf16,w=int4,ws=bf16,g=128,bias=1", 100, 512, 16, 3},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", 300, 1024, 8, 4},
+        {"a=f16,w=int8,ws=f16,g=0,out=f16", 300, 512, 16, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case_a16(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, cases[i].k,
+                     (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8,
+                                 .m_tiles = cases[i].mt, .stages = cases[i].stages});
+}
+END_TEST
+
+/* --load tma for W8A8 (8-bit activation codes, an 8-bit tensor map: boxes of 128 codes a row): fp8 and
+ * int8 on the wgmma kernel as tma_kernel_matches_reference, tails past M, one and several k128 tiles a
+ * stage ring. */
+START_TEST(tma_w8a8_kernel_matches_reference)
+{
+    static const struct { const char *spec; int64_t m, k; int mt, stages; } cases[] = {
+        {"fp8", 100, 1024, 8, 3},
+        {"fp8,out=f16,bias=1", 300, 512, 16, 4},
+        {"int8", 100, 512, 16, 4},
+        {"int8,bias=1", 300, 1024, 8, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, cases[i].k,
+                 (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8,
+                             .m_tiles = cases[i].mt, .stages = cases[i].stages});
+}
+END_TEST
+
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
  * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
@@ -2138,11 +2579,11 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
         wb_arena *ga = quant_func(&f, xt, arch, 1, &gfn);
         wb_launch_dims gd;
         wb_quant_global_dims(&gd);
-        run_func(&gfn, &gd, params, bufs, 4);
+        run_func(&gfn, &gd, params, bufs, 4, NULL);
         CHECK(!memcmp(&gg, &global, 4), "quantizer %s: tensor scale %a, reference %a", spec, (double)gg, (double)global);
         wb_arena_destroy(ga);
     }
-    run_func(&fn, &dims, params, bufs, 4);
+    run_func(&fn, &dims, params, bufs, 4, NULL);
     for (size_t i = 0; i < nc; i++)
         CHECK(gc[i] == packed[i], "quantizer %s x=%s %s: code byte %zu = 0x%02x, reference 0x%02x (x = %g)", spec,
               bf16 ? "bf16" : "f16", wb_arch_name(arch), i, gc[i], packed[i], (double)xf[f.a.bits == 4 ? 2 * i : i]);
@@ -2201,5 +2642,11 @@ int main(void)
     tcase_add_test(t, a16_kernel_k_slices);
     tcase_add_test(t, tcgen05_kernel_matches_reference);
     suite_add_tcase(s, t);
+    /* its own case, so that CK_RUN_CASE=tma runs the TMA pipeline alone */
+    TCase *tma = tcase_create("tma");
+    tcase_set_timeout(tma, 600);
+    tcase_add_test(tma, tma_kernel_matches_reference);
+    tcase_add_test(tma, tma_w8a8_kernel_matches_reference);
+    suite_add_tcase(s, tma);
     return wbt_run(s);
 }

@@ -157,17 +157,37 @@ static int plan_invariant(plan *p, int quick)
     return rc;
 }
 
-/* Part (d): the TMA load path of the wgmma kernel, forced: tails, both activation types, a zero point. */
-static int plan_tma(plan *p, int quick)
+/* This build emits the kernel of `spec` for `arch` with the choices in c (none: all the heuristic's; the
+ * legalizer's answer: the plan holds no case the target must refuse). */
+static int builds_on(const char *spec, wb_arch arch, wb_config c)
 {
-    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp"};
+    wb_format f;
+    char *ptx = NULL;
+    int ok = wb_format_parse(spec, &f) == WB_OK && wb_config_choose(&f, arch, 16, 256, 1024, &c) == WB_OK &&
+             wb_kernel_ptx(&f, arch, &c, 0, &ptx) == WB_OK;
+    free(ptx);
+    return ok;
+}
+
+/* Part (d): the warp-specialized TMA pipeline of the wgmma kernel, forced: tails, one and two consumer
+ * warpgroups, 16-bit activations of both types with scale records of 32 and 64 bytes (a zero point)
+ * and two groups a slice (g=32); on a target with wgmma (arch; -1: none) 8-bit activations too (fp8
+ * with its two-level sums, s8, int4 widened, weight groups), which only such a target builds. */
+static int plan_tma(plan *p, int quick, int arch)
+{
+    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=32", "fp8",
+                                        "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};
     static const int64_t ms[] = {100, 256, 1000};
     int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++) {
+        if (s >= 4 && (arch < 0 || !builds_on(specs[s], (wb_arch)arch,
+                                                 (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA})))
+            continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
-            if (!quick || i == s)
+            if (!quick || i == s % 3)
                 if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 1;
+    }
     return rc;
 }
 
@@ -202,19 +222,6 @@ static int plan_big(plan *p, int quick)
             for (int i = 0; i < 7 && !rc; i++)
                 rc = plan_add(p, specs[s], ms[i], nk[j][0], nk[j][1], 0);
     return rc;
-}
-
-/* This build emits the kernel of `spec` for `arch` (the legalizer's answer: the plan holds no case the
- * target must refuse). */
-static int builds_on(const char *spec, wb_arch arch)
-{
-    wb_format f;
-    wb_config c = {0};
-    char *ptx = NULL;
-    int ok = wb_format_parse(spec, &f) == WB_OK && wb_config_choose(&f, arch, 16, 256, 1024, &c) == WB_OK &&
-             wb_kernel_ptx(&f, arch, &c, 0, &ptx) == WB_OK;
-    free(ptx);
-    return ok;
 }
 
 /* Part (e): W8A8. s8 x int8 on the integer MMA (every target), and s8 x int4 (W4A8, the int4 words
@@ -262,7 +269,7 @@ static int plan_w8a8(plan *p, int quick, int arch)
                                       "a=e2m1,ag=64,as=e4m3,w=e2m1,ws=e4m3,g=64,wgs=1",
                                       "a=e2m1,as=e4m3,ags=1,w=uint4,ws=bf16,g=32,zp=int"};
     for (size_t s = 0; arch >= 0 && s < sizeof fp4 / sizeof fp4[0] && !rc; s++) {
-        if (!builds_on(fp4[s], (wb_arch)arch))
+        if (!builds_on(fp4[s], (wb_arch)arch, (wb_config){0}))
             continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
             if ((s < 3 && !quick) || i == s % 5)
@@ -272,7 +279,7 @@ static int plan_w8a8(plan *p, int quick, int arch)
                 rc = plan_add(p, fp4[s], big[i][0], big[i][1], big[i][2], 0);
     }
     for (size_t s = 0; arch >= 0 && s < sizeof fp8 / sizeof fp8[0] && !rc; s++) {
-        if (!builds_on(fp8[s], (wb_arch)arch))
+        if (!builds_on(fp8[s], (wb_arch)arch, (wb_config){0}))
             continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
             if ((s < full && !quick) || i == s % 5)
@@ -867,7 +874,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick)) || (rc = plan_slices(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
         (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
