@@ -20,8 +20,8 @@ struct wb_gpu {
     char name[256];
     pthread_mutex_t cache_lock; /* guards `modules` */
     wb_module_entry *modules;   /* loaded modules, by PTX sha256 */
-    struct {                    /* the activation quantizers loaded (quant.c), by their types */
-        uint32_t key;
+    struct {                    /* the activation quantizers loaded (quant.c), by what their PTX depends on */
+        uint64_t key;
         void *fn;
     } quant[16];
     int nquant;                 /* guarded by cache_lock too */

@@ -6,16 +6,21 @@
 #include "lower/lower.h"
 #include "runtime/gpu_internal.h"
 
-/* What the kernel is specialized on: the code type and the input type; for e2m1, the block scale's type
- * and the block size too (lower_quant_fp4) */
-static uint32_t quant_key(const wb_format *f, wb_type x)
+/* What a kernel's PTX depends on, each in bits of its own: the code type and the input type; for e2m1,
+ * the block scale's type, the block size and whether the quantizer reads a tensor scale (ags: nvfp4's
+ * divides by p_global, "a=e2m1,ag=16,as=e4m3" without it does not, and both have the same types and
+ * block); and which of the two kernels (global: the tensor-scale pass). Every field is below 256
+ * (wb_quant_check has taken the format: ag is 16 to 128 for e2m1, and no other kernel reads it). */
+static uint64_t quant_key(const wb_format *f, wb_type x, int global)
 {
-    uint32_t fp4 = (uint32_t)wb_format_fp4_acts(f);
-    return (uint32_t)f->a.kind | (uint32_t)f->a.bits << 4 | (uint32_t)f->a.ebits << 8 | (uint32_t)f->a.mbits << 12 |
-           (uint32_t)x.kind << 16 | (fp4 ? (uint32_t)f->as.kind << 20 | (uint32_t)f->ag << 24 : 0);
+    uint64_t key = (uint64_t)f->a.kind | (uint64_t)f->a.bits << 8 | (uint64_t)f->a.ebits << 16 |
+                   (uint64_t)f->a.mbits << 24 | (uint64_t)x.kind << 32;
+    if (wb_format_fp4_acts(f))
+        key |= (uint64_t)f->as.kind << 40 | (uint64_t)f->ag << 48 | (uint64_t)(f->ags != 0) << 56;
+    return key | (uint64_t)(global != 0) << 63;
 }
 
-static void *cached(wb_gpu *gpu, uint32_t key)
+static void *cached(wb_gpu *gpu, uint64_t key)
 {
     void *fn = NULL;
     pthread_mutex_lock(&gpu->cache_lock);
@@ -28,7 +33,7 @@ static void *cached(wb_gpu *gpu, uint32_t key)
 
 static wb_status quant_function(wb_gpu *gpu, const wb_format *f, wb_type x, int global, void **fn)
 {
-    uint32_t key = quant_key(f, x) ^ (uint32_t)global << 31; /* global: the tensor-scale pass */
+    uint64_t key = quant_key(f, x, global); /* global: the tensor-scale pass */
     if ((*fn = cached(gpu, key)) != NULL)
         return WB_OK;
     char *ptx = NULL;

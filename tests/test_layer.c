@@ -337,6 +337,46 @@ START_TEST(test_layer_fp4_quantizer)
 }
 END_TEST
 
+/* The quantizers a wb_gpu keeps are told apart by everything their PTX depends on: nvfp4's reads the
+ * tensor scale, so after "a=e2m1,ag=16,as=e4m3" (nvfp4 without it: the same code, scale and block
+ * types) on the same wb_gpu, nvfp4 loads its own quantizer and launches it, not the first one's (which
+ * ignores p_global: scales and codes off by the tensor scale, as `selftest` saw on an H100); and the
+ * other way round. Both orders, each kernel JITted once. */
+START_TEST(test_quantizer_cache_keys)
+{
+    wb_type f16;
+    wb_format nv, blocks;
+    ck_assert_int_eq(wb_type_parse("f16", &f16), WB_OK);
+    ck_assert(wb_format_parse("nvfp4", &nv) == WB_OK &&
+              wb_format_parse("a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", &blocks) == WB_OK);
+    ck_assert(nv.ags && !blocks.ags && nv.ag == blocks.ag && nv.as.kind == blocks.as.kind);
+    for (int order = 0; order < 2; order++) {
+        wb_gpu *g = fake_gpu();
+        CUfunction fn[2]; /* [0]: the quantizer without the tensor scale, [1]: nvfp4's */
+        for (int i = 0; i < 2; i++) {
+            int which = order ? 1 - i : i, loads = fake.loads;
+            wb_status st = which ? wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0xE000, NULL)
+                                 : wb_gpu_quantize_acts(g, &blocks, f16, 16, 1024, 0xA000, 0xD000, 0xC000, NULL);
+            ck_assert_msg(st == WB_OK, "%s: %s", which ? "nvfp4" : "ags=0", wb_last_error());
+            ck_assert_msg(fake.loads == loads + 1 + which, "%s after %s: %d modules loaded, not %d",
+                          which ? "nvfp4" : "ags=0", i ? (which ? "ags=0" : "nvfp4") : "nothing",
+                          fake.loads - loads, 1 + which);
+            fn[which] = fake.launch_fn;
+        }
+        ck_assert_ptr_ne(fn[0], fn[1]);
+        for (int which = 0; which < 2; which++) { /* again: from the cache, each its own */
+            int loads = fake.loads;
+            wb_status st = which ? wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0xE000, NULL)
+                                 : wb_gpu_quantize_acts(g, &blocks, f16, 16, 1024, 0xA000, 0xD000, 0xC000, NULL);
+            ck_assert_msg(st == WB_OK, "%s", wb_last_error());
+            ck_assert_int_eq(fake.loads, loads);
+            ck_assert_ptr_eq(fake.launch_fn, fn[which]);
+        }
+        wb_gpu_destroy(g);
+    }
+}
+END_TEST
+
 /* A forced config is used as given and remembered by last_kernel; NULL goes back to the heuristic. */
 START_TEST(test_layer_forced_config)
 {
@@ -393,6 +433,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_gemm_x);
     tcase_add_test(b, test_layer_fp4_quantizer);
+    tcase_add_test(b, test_quantizer_cache_keys);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
     suite_add_tcase(s, b);

@@ -760,7 +760,9 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
  * f16 and bf16, on random values with an
  * all-zero row, outliers and values near zero. One line per case; its kernel goes into the ledger. */
 
-static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_t k, int index)
+/* Returns 1 for a case in this GPU's plan (its kernel builds for the GPU's target), which it runs when
+ * `run`; 0 for one not in it. */
+static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_t k, int index, int run)
 {
     wb_format f;
     wb_type xt = {bf16 ? WB_KIND_BF16 : WB_KIND_F16, 16, 0, 0};
@@ -769,6 +771,8 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
         return 0; /* not built for this GPU: not in its plan */
     wb_sha256_hex(ptx, strlen(ptx), sha);
     free(ptx);
+    if (!run)
+        return 1;
     int64_t groups = m * (f.ag ? k / f.ag : 1);
     size_t n = (size_t)(m * k), sbytes = (size_t)groups * (size_t)wb_type_file_bytes(f.as); /* f32, or e8m0/e4m3 */
     uint16_t *x = malloc(n * 2);
@@ -834,19 +838,21 @@ static int quant_case(selftest *t, const char *spec, int bf16, int64_t m, int64_
     return 1;
 }
 
-static void run_quant_cases(selftest *t, int quick)
+/* The quantizer's cases in this GPU's plan: run them when `run`; returns how many there are. */
+static int run_quant_cases(selftest *t, int quick, int run)
 {
     static const char *const specs[] = {"int8", "int8,ag=128", "fp8", "fp8-block", "a=e5m2,w=e4m3,ws=f32,g=0",
                                         "a=e5m2,ag=256,w=e4m3,ws=f32,g=0", "w4a4-int4", "w4a4-int4,ag=128",
                                         "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32",
                                         "a=e2m1,ag=16,as=e4m3,w=e2m1,ws=e4m3,g=16", "nvfp4"};
     static const int64_t shapes[][2] = {{1, 4096}, {77, 1024}, {300, 8192}};
-    int index = 0;
+    int index = 0, count = 0;
     for (size_t sp = 0; sp < sizeof specs / sizeof specs[0]; sp++)
         for (int bf16 = 0; bf16 < 2; bf16++)
             for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
                 if (!quick || sh == (sp + (size_t)bf16) % 3)
-                    quant_case(t, specs[sp], bf16, shapes[sh][0], shapes[sh][1], index++);
+                    count += quant_case(t, specs[sp], bf16, shapes[sh][0], shapes[sh][1], index++, run);
+    return count;
 }
 
 int cmd_selftest(int argc, char **argv)
@@ -914,7 +920,11 @@ int cmd_selftest(int argc, char **argv)
                    (long long)p.c[i].k, *case_choices(&p.c[i]) ? "\t" : "", case_choices(&p.c[i]));
         goto done;
     }
-    printf("selftest: %d cases on %s (%s), seed %llu (rerun with --seed %llu)\n", p.count,
+    /* the activation quantizer's cases too: with the whole plan (--pending included: they are not in
+     * p), or when --only names them */
+    int quant = (!cli_has(&a, O_ONLY) && !cli_has(&a, O_M)) || (cli_has(&a, O_ONLY) && strstr("quant", a.val[O_ONLY]));
+    int cases = p.count + (quant ? run_quant_cases(&t, quick, 0) : 0);
+    printf("selftest: %d cases on %s (%s), seed %llu (rerun with --seed %llu)\n", cases,
            wb_gpu_name(t.gpu), wb_arch_name(wb_gpu_arch(t.gpu)), (unsigned long long)t.seed,
            (unsigned long long)t.seed);
     fflush(stdout);
@@ -927,13 +937,12 @@ int cmd_selftest(int argc, char **argv)
         }
     for (int i = 0; i < p.count; i++)
         run_case(&t, &p.c[i], i, i == twice_at);
-    /* the activation quantizer: with the whole plan, or when --only names it */
-    if ((!cli_has(&a, O_ONLY) && !cli_has(&a, O_M)) || (cli_has(&a, O_ONLY) && strstr("quant", a.val[O_ONLY])))
-        run_quant_cases(&t, cli_has(&a, O_QUICK));
+    if (quant)
+        run_quant_cases(&t, quick, 1);
     rc = write_ledger(&t, ledger);
     printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
     if (t.failed)
-        rc = cli_fail(CLI_FAILED, "selftest: %d of %d cases failed (seed %llu)", t.failed, p.count,
+        rc = cli_fail(CLI_FAILED, "selftest: %d of %d cases failed (seed %llu)", t.failed, cases,
                       (unsigned long long)t.seed);
 done:
     free(p.c);
