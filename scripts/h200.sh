@@ -8,6 +8,9 @@
 #   scripts/h200.sh decode [validate]   (the selftest at M = 1 and 16 first,) bench/ab_picks.sh (the heuristic's decode picks beside the old
 #                                       ones), the suite at M = 1, 16 with the copy ceiling, the weight
 #                                       types at M = 1
+#   scripts/h200.sh tma                 the selftest of the kernels the ledger lacks, then the warp-specialized
+#                                       TMA pipeline beside the cp.async wgmma kernel (bench/ab_tma.sh) and,
+#                                       forced and not, beside torch at large M (W4A16, fp8, int8)
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -61,6 +64,22 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
     step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SchedulerStats \
       --section WarpStateStats --section SpeedOfLight --section Occupancy \
       build/warble bench w4a16 --m $m --n 8192 --k 8192 >"$OUT/ncu-m$m.txt" 2>&1 || echo "ncu m=$m: exit $?"
+  done
+  exit 0
+fi
+if [ "$mode" = tma ]; then
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 240 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  OUT=$OUT step 200 bash bench/ab_tma.sh
+  for load in auto tma; do
+    torch=(); [ $load = tma ] && torch=(--no-torch)
+    for sp in "w4a16 f16" "fp8 fp8" "int8 int8"; do
+      read -r spec peer <<<"$sp"
+      PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load $load \
+        "${torch[@]}" --shapes 8192x8192 --m 256,4096,16384 --out "$OUT/peers.jsonl" >>"$OUT/peers.log" 2>&1 ||
+        tail -5 "$OUT/peers.log"
+    done
   done
   exit 0
 fi
