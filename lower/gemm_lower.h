@@ -64,7 +64,8 @@ typedef struct lw {
                                           the f32 sums it goes into (promote) */
     int tma;                           /* the warp-specialized pipeline: a producer warp copies every tile
                                           (TMA, bulk copies), stages handed over by mbarriers (lower_tma.c) */
-    wb_reg tmap, elected, mbar;        /* tma: the map's generic address, thread 0, the first mbarrier */
+    wb_reg tmap, elected, mbar, lead;  /* tma: the map's generic address, thread 0, the first mbarrier, a
+                                          consumer warp's lane 0 */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A

@@ -7,8 +7,9 @@
  * the packed layout (docs/layout.md). Each stage has two mbarriers:
  *   full[s]   one arrival: the producer's lane 0, with the stage's byte count; the copies complete the
  *             bytes. Consumers wait for use u of stage s by its parity (u & 1).
- *   empty[s]  one arrival from every consumer thread, once the wgmma group that read the stage is
- *             complete (after its wait_group 0, when the stage's code words are long in registers).
+ *   empty[s]  one arrival from every consumer warp (its lane 0), once the wgmma group that read the
+ *             stage is complete (after its wait_group 0, when the stage's code words are long in
+ *             registers).
  *             The producer waits for it before refilling the stage.
  * No block barrier inside the K loop: the consumer warpgroups drift out of phase, so one's dequant,
  * slice promotion and waits overlap the other's MMAs, and no consumer spends an instruction on copies.
@@ -115,7 +116,7 @@ void wb_tma_setup(lw *L)
     L->elected = pred_of(L, WB_OP_SETP_EQ, L->tid, 0);
     L->mbar = addi(L, L->smem, L->lay.mbar_off);
     for (int s = 0; s < 2 * S; s++) {
-        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : consumers));
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : consumers / 32));
         wb_guard_last(L->f, L->elected, 0);
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
@@ -131,6 +132,7 @@ void wb_tma_setup(lw *L)
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(consume));
     if (give)
         wb_emit(L->f, WB_OP_SETMAXNREG_INC, NULL, 1, wb_imm(regs > 256 ? 256 : regs));
+    L->lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0);
 }
 
 /* A consumer: wait until block tile `tile` has landed in the stage at stage_off (use tile / stages of
@@ -146,8 +148,12 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
-/* A consumer thread is done with block tile `tile`'s stage (its group is complete): release it. */
+/* A consumer warp is done with block tile `tile`'s stage (its group is complete, its lanes met at the
+ * wait): lane 0 releases it for the warp, after a bar.warp.sync that orders the other lanes' reads
+ * before its arrival. One arrival a warp, not a thread: 8 instead of 256 on one shared word a stage. */
 void wb_tma_release(lw *L, wb_reg tile)
 {
+    wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
     wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, tile, L->cfg->stages), 1)));
+    wb_guard_last(L->f, L->lead, 0);
 }

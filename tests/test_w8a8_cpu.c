@@ -78,7 +78,8 @@
  * through the async proxy (wgmma needs no fence after them). Races are checked, not left to the
  * schedule: reading (ld.shared, ldmatrix, a wgmma's B, tcgen05) a chunk that an async copy wrote before
  * seeing the phase its bytes complete fails; so does a copy into a chunk that a thread read since the
- * last copy, unless that thread released after the read (an mbarrier arrival or a bar.sync; a wgmma's
+ * last copy, unless that thread released after the read (an mbarrier arrival or a bar.sync, or an
+ * arrival of one lane of its warp after a bar.warp.sync that the reader met after the read; a wgmma's
  * reads end at its wait_group) in a phase the copying thread has seen. A block whose live threads all
  * wait (mbarrier spins, bar.sync, collectives; ended threads count as arrived at bar.sync) fails as
  * stuck, naming where each warp waits; one that ends with bytes outstanding, or with a copy no thread
@@ -125,6 +126,8 @@ typedef struct thread {
     int bars;            /* bar.sync generations passed */
     rel_ev *rel;         /* its releases in order (nrel of them; relcap allocated): TMA kernels only */
     int nrel, relcap;
+    int warp_met;        /* met its warp at a bar.warp.sync and made no arrival since: an arrival now
+                            releases for every lane of the warp (their reads came before the meeting) */
     uint64_t *r;
 } thread;
 
@@ -1155,7 +1158,11 @@ static void run_thread(emu *e, int i)
         }
         case WB_OP_MBAR_ARRIVE: case WB_OP_MBAR_EXPECT_TX: {
             mbar *mb = mbar_at(e, val(th, &o[0]));
-            note_release(e, i, (int)(mb - e->mbars), mb->phase + 1);
+            /* after a bar.warp.sync, one lane's arrival orders its warp's earlier reads too */
+            for (int l = th->warp_met ? 0 : i % 32; l < (th->warp_met ? 32 : i % 32 + 1); l++)
+                note_release(e, i - i % 32 + l, (int)(mb - e->mbars), mb->phase + 1);
+            for (int l = 0; th->warp_met && l < 32; l++)
+                e->t[i - i % 32 + l].warp_met = 0;
             mbar_arrive(e, mb, in->op == WB_OP_MBAR_ARRIVE ? 0 : (int64_t)val(th, &o[1]));
             break;
         }
@@ -1496,8 +1503,11 @@ static void run_collective(emu *e, int base)
         r[l] = e->t[base + l].r;
     }
     const wb_opnd *o = in->o;
-    if (in->op == WB_OP_BAR_WARP_SYNC) /* bar.warp.sync -1: every lane has met here; nothing else to do */
+    if (in->op == WB_OP_BAR_WARP_SYNC) { /* bar.warp.sync -1: every lane has met here */
+        for (int l = 0; l < 32; l++)
+            e->t[base + l].warp_met = 1;
         return;
+    }
     if (in->op == WB_OP_SETMAXNREG_INC || in->op == WB_OP_SETMAXNREG_DEC) { /* .sync.aligned: registers only */
         int64_t regs = lane_val(r[0], &o[0]);
         CHECK(regs >= 24 && regs <= 256 && regs % 8 == 0, "setmaxnreg %lld (24 to 256, a multiple of 8)",
@@ -1665,7 +1675,7 @@ static void run_block(emu *e)
         memset(e->rd, 0, (size_t)(e->smem_bytes / 16) * (size_t)e->nthreads * sizeof *e->rd);
     e->nmbars = e->ntc_recs = e->tmem_cols = e->bar_gen = 0;
     for (int i = 0; i < e->nthreads; i++) {
-        e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = 0;
+        e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = e->t[i].warp_met = 0;
         memset(e->t[i].seen, 0, sizeof e->t[i].seen);
         e->t[i].seen_rec = e->t[i].bars = e->t[i].nrel = 0;
         e->t[i].state = RUN;
