@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/warble-out}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 specs=("w4a16" "fp8" "int8" "a=e4m3,w=int4,ws=f32,g=0")
-variants=("--mma wgmma --load cp.async" "--mma wgmma --load tma" "--mma wgmma --load tma --m-tiles 16 --warps-n 8")
+variants=("--mma wgmma --load cp.async" "--mma wgmma --load tma")
 for spec in "${specs[@]}"; do
   for m in 4096 16384; do
     for v in "${variants[@]}"; do
