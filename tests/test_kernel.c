@@ -259,8 +259,9 @@ static int count_of(const char *text, const char *what)
  * heuristic picks mma.sync also on sm_90a. */
 /* W8A8 on sm_90a above M = 64: wgmma m64nNk32 s8 with the code words as its register A operand (four
  * per k128 slice, double-buffered across the two halves of the unrolled loop) and the s8 tile read through
- * 128B-swizzle descriptors; s32 sums converted once, after K. K not a multiple of 128: mma.sync.
- * Forced choices: mma.sync stays legal, and so do TMA loads (tma_warp_specialized). */
+ * 128B-swizzle descriptors; s32 sums converted once, after K; the stages filled by the warp-specialized
+ * TMA pipeline (per-channel W8A8 above M = 64: lower_tma.c). K not a multiple of 128: mma.sync.
+ * Forced choices: mma.sync stays legal, and so does cp.async; grouped W8A8 keeps cp.async. */
 START_TEST(w8a8_wgmma)
 {
     wb_format f = fmt("int8");
@@ -269,7 +270,7 @@ START_TEST(w8a8_wgmma)
         wb_config c = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
         ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
-        ck_assert_int_eq(c.load, WB_LOAD_CP_ASYNC);
+        ck_assert_int_eq(c.load, WB_LOAD_TMA);
         char *ptx = NULL, shape[64];
         ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
         snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {", 8 * c.m_tiles);
@@ -287,7 +288,15 @@ START_TEST(w8a8_wgmma)
         ck_assert_int_eq(count_of(ptx, "cvt.rn.f32.s32"), c.m_tiles * 4);
         free(ptx);
     }
-    wb_config c = {0};
+    wb_config c = {.load = WB_LOAD_CP_ASYNC};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 8192, 8192, &c), WB_OK);
+    ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
+    ck_assert_int_eq(c.load, WB_LOAD_CP_ASYNC);
+    wb_format grouped = fmt("w4a8-int8");
+    c = (wb_config){0};
+    ck_assert_int_eq(wb_config_choose(&grouped, WB_ARCH_SM90A, 300, 8192, 8192, &c), WB_OK);
+    ck_assert_int_eq(c.load, WB_LOAD_CP_ASYNC);
+    c = (wb_config){0};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 300, 4096, 4096 + 64, &c), WB_OK);
     ck_assert_int_eq(c.mma, WB_MMA_SYNC);
     c = (wb_config){.mma = WB_MMA_WGMMA};
