@@ -24,10 +24,14 @@ const char *wb_quant_entry(void);
 /* Its instructions into fn (wb_func_init'ed on an arena; fn->target set here): what wb_quant_ptx prints,
  * and what the CPU interpreter of the tests runs. */
 wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn);
-/* e2m1 with a tensor scale (ags=1): the pass that writes it (one block, wb_quant_global_dims), launched
- * before the quantizer, which reads it (its p_global) */
+/* e2m1 with a tensor scale (ags=1): the pass that writes it, launched before the quantizer, which reads it
+ * (its p_global). Its parameters: p_x, p_global, p_n4 (chunks of 4 activations), p_part, p_reduce. Over
+ * n4 chunks it takes wb_quant_global_blocks(n4) blocks (wb_quant_global_dims); with more than one, each
+ * writes its maximum to p_part[block] (the quantizer's scale buffer: at least 4 bytes a block), and a
+ * second launch, one block, with p_x = p_part, p_n4 = the blocks, p_reduce = 1, writes the scale. */
 wb_status wb_lower_quant_global(const wb_format *f, wb_type x, wb_arch arch, wb_func *fn);
-void wb_quant_global_dims(wb_launch_dims *d);
+int wb_quant_global_blocks(int64_t n4);
+void wb_quant_global_dims(wb_launch_dims *d, int blocks);
 const char *wb_quant_global_entry(void);
 
 /* Dequantize one warp's k64 slice (lower/lower_dequant.c): `words` the lane's B code words, `scales`

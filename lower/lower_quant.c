@@ -408,28 +408,61 @@ wb_status wb_lower_quant(const wb_format *f, wb_type x, wb_arch arch, wb_func *f
     return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
 }
 
-/* The tensor scale of e2m1 activations with ags=1, ahead of the quantizer: one block of 1024 threads
- * walks the whole M x K input (16 activations a lane a step: four 8-byte loads in flight, where one
- * block with one would be bound by their latency), a butterfly per warp and one over the 32
- * warps' maxima (shared memory) give amax; thread 0 writes g = f32(amax / 6 / 448) (e4m3 block
- * scales; amax / 6 with e8m0 ones), the divisions in f64 as the reference's, or 1 where amax is 0.
- * One block keeps it free of atomics and of a zeroed word: at decode sizes it reads a few hundred KB. */
-enum { GLOBAL_THREADS = 1024 };
+/* The tensor scale of e2m1 activations with ags=1, ahead of the quantizer, over the whole M x K input:
+ * blocks of 1024 threads (wb_quant_global_blocks: one for decode sizes, up to 1024 at prefill), 16
+ * activations a lane a step (four 8-byte loads in flight), block after block along the input; a
+ * butterfly per warp and one over the 32 warps' maxima (shared memory) give the block's amax. One block:
+ * thread 0 writes g = f32(amax / 6 / 448) (e4m3 block scales; amax / 6 with e8m0 ones), the divisions in
+ * f64 as the reference's, or 1 where amax is 0. More: each block writes its amax to p_part[block] (the
+ * quantizer's scale buffer, which it overwrites later: no scratch of its own), and a second launch of
+ * the same kernel with p_reduce set, one block, takes those p_n4 maxima as its input and writes g.
+ * Maxima in any order give the same bits: deterministic, with no atomics and no word to zero first. */
+enum { GLOBAL_THREADS = 1024, GLOBAL_STEP = 4 * GLOBAL_THREADS /* chunks of 4 a block step */ };
+
+/* The block's amax: the warps' maxima through shared memory, into warp 0's lanes (the others branch to
+ * done). */
+static wb_reg block_amax(wb_func *f, wb_reg amax, wb_reg tid, wb_reg lane, wb_reg first, const char *done)
+{
+    max_butterfly(f, amax, 16);
+    wb_reg smem = wb_new_reg(f, WB_RC_B32);
+    wb_emit(f, WB_OP_SMEM_BASE, NULL, 2, wb_r(smem), wb_text("smem"));
+    wb_reg slot = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))),
+                      wb_imm(4), wb_r(smem));
+    wb_emit(f, WB_OP_ST_SHARED, "f32", 2, wb_r(slot), wb_r(amax));
+    wb_guard_last(f, first, 0);
+    wb_emit(f, WB_OP_BAR_SYNC, NULL, 0);
+    wb_reg notw0 = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(notw0), wb_r(tid), wb_imm(32));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(notw0), wb_text(done));
+    wb_reg all = wb_new_reg(f, WB_RC_F32);
+    wb_emit(f, WB_OP_LD_SHARED, "f32", 2, wb_r(all), wb_r(op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(lane), wb_imm(4), wb_r(smem))));
+    max_butterfly(f, all, 16);
+    return all;
+}
 
 static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
 {
     if (f->target->features & WB_FEAT_GRIDDEP)
         wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
     wb_reg x = param(f, "p_x", "u64", WB_RC_B64), gp = param(f, "p_global", "u64", WB_RC_B64);
-    wb_reg n4 = param(f, "p_n4", "u32", WB_RC_B32);
+    wb_reg n4 = param(f, "p_n4", "u32", WB_RC_B32), part = param(f, "p_part", "u64", WB_RC_B64);
+    wb_reg reduce = param(f, "p_reduce", "u32", WB_RC_B32);
     wb_reg tid = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%tid.x"));
+    wb_reg cta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%ctaid.x"));
+    wb_reg ncta = op1(f, WB_OP_SPECIAL, NULL, WB_RC_B32, wb_text("%nctaid.x"));
     wb_reg lane = op2(f, WB_OP_AND, "b32", WB_RC_B32, wb_r(tid), wb_imm(31));
-    wb_reg i = op1(f, WB_OP_MOV, "u32", WB_RC_B32, wb_r(tid)), amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f));
-    const char *loop = wb_new_label(f, "amax"), *reduce = wb_new_label(f, "reduce");
+    wb_reg amax = op1(f, WB_OP_MOV, "f32", WB_RC_F32, wb_f32(0.0f));
+    const char *loop = wb_new_label(f, "amax"), *reduce_l = wb_new_label(f, "reduce"), *parts = wb_new_label(f, "parts");
+    wb_reg is_reduce = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_NE, "u32", 3, wb_r(is_reduce), wb_r(reduce), wb_imm(0));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(is_reduce), wb_text(parts));
+    /* the input: chunk i = block * STEP + tid, + 1024 u, then STEP * blocks on */
+    wb_reg i = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(cta), wb_imm(GLOBAL_STEP), wb_r(tid));
+    wb_reg stride = op2(f, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(ncta), wb_imm(GLOBAL_STEP));
     wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(loop));
     wb_reg end = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(end), wb_r(i), wb_r(n4));
-    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(end), wb_text(reduce));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(end), wb_text(reduce_l));
     wb_reg v[4][4];
     for (int u = 0; u < 4; u++) { /* chunks i, i + 1024, ..: the loads first, then the maxima */
         wb_reg at = op2(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(i), wb_imm(u * GLOBAL_THREADS)), in = wb_new_reg(f, WB_RC_PRED);
@@ -440,26 +473,33 @@ static void lower_quant_global(wb_func *f, const wb_format *fm, int bf16)
     for (int u = 0; u < 4; u++)
         for (int j = 0; j < 4; j++)
             wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(op1(f, WB_OP_ABS, "f32", WB_RC_F32, wb_r(v[u][j]))));
-    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_imm(4 * GLOBAL_THREADS));
+    wb_emit(f, WB_OP_ADD, "u32", 3, wb_r(i), wb_r(i), wb_r(stride));
     wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(loop));
-    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(reduce));
-    max_butterfly(f, amax, 16);
-    wb_reg smem = wb_new_reg(f, WB_RC_B32);
-    wb_emit(f, WB_OP_SMEM_BASE, NULL, 2, wb_r(smem), wb_text("smem"));
+    /* the reduce launch: the first launch's p_n4 block maxima (at most one a thread) */
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(parts));
+    wb_reg in = wb_new_reg(f, WB_RC_PRED), pv = wb_new_reg(f, WB_RC_F32);
+    wb_emit(f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(tid), wb_r(n4));
+    wb_emit(f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(pv), wb_r(op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(part),
+                                                          wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(tid), wb_imm(4))))));
+    wb_guard_last(f, in, 0);
+    wb_emit(f, WB_OP_MAX, "f32", 3, wb_r(amax), wb_r(amax), wb_r(pv));
+    wb_guard_last(f, in, 0);
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(reduce_l));
+    const char *done = wb_new_label(f, "done"), *write_g = wb_new_label(f, "g");
     wb_reg first = wb_new_reg(f, WB_RC_PRED);
     wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(lane), wb_imm(0));
-    wb_reg slot = op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(op2(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(tid), wb_imm(5))),
-                      wb_imm(4), wb_r(smem));
-    wb_emit(f, WB_OP_ST_SHARED, "f32", 2, wb_r(slot), wb_r(amax));
+    wb_reg all = block_amax(f, amax, tid, lane, first, done);
+    /* one of several blocks of the first launch: its maximum, for the reduce launch */
+    wb_reg one = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_SETP_EQ, "u32", 3, wb_r(one), wb_r(ncta), wb_imm(1));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(one), wb_text(write_g));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(is_reduce), wb_text(write_g));
+    wb_emit(f, WB_OP_ST_GLOBAL, "f32", 2, wb_r(op2(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(part),
+                                                 wb_r(op2(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(cta), wb_imm(4))))),
+            wb_r(all));
     wb_guard_last(f, first, 0);
-    wb_emit(f, WB_OP_BAR_SYNC, NULL, 0);
-    const char *done = wb_new_label(f, "done");
-    wb_reg notw0 = wb_new_reg(f, WB_RC_PRED);
-    wb_emit(f, WB_OP_SETP_GE, "u32", 3, wb_r(notw0), wb_r(tid), wb_imm(32));
-    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(notw0), wb_text(done));
-    wb_reg all = wb_new_reg(f, WB_RC_F32);
-    wb_emit(f, WB_OP_LD_SHARED, "f32", 2, wb_r(all), wb_r(op3(f, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(lane), wb_imm(4), wb_r(smem))));
-    max_butterfly(f, all, 16);
+    wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(done));
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(write_g));
     wb_reg t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(f64_of(f, all)), wb_r(f64_const(f, 6.0)));
     if (fm->as.kind == WB_KIND_FLOAT) /* e4m3 block scales then use e4m3's whole range */
         t = op2(f, WB_OP_DIV, "rn.f64", WB_RC_B64, wb_r(t), wb_r(f64_const(f, 448.0)));
@@ -486,10 +526,16 @@ wb_status wb_lower_quant_global(const wb_format *f, wb_type x, wb_arch arch, wb_
     return fn->oom ? wb_fail(WB_ERR_NOMEM, "out of memory building the quantizer") : WB_OK;
 }
 
-void wb_quant_global_dims(wb_launch_dims *d)
+int wb_quant_global_blocks(int64_t n4)
+{
+    int64_t b = (n4 + GLOBAL_STEP - 1) / GLOBAL_STEP;
+    return b < 1 ? 1 : b > GLOBAL_THREADS ? GLOBAL_THREADS : (int)b;
+}
+
+void wb_quant_global_dims(wb_launch_dims *d, int blocks)
 {
     memset(d, 0, sizeof *d);
-    d->grid[0] = d->grid[1] = d->grid[2] = 1;
+    d->grid[0] = (unsigned)blocks, d->grid[1] = d->grid[2] = 1;
     d->block[0] = GLOBAL_THREADS, d->block[1] = d->block[2] = 1;
     d->smem_bytes = 4 * GLOBAL_THREADS / 32;
 }
@@ -513,7 +559,7 @@ static wb_status print_ptx(const wb_format *f, wb_type x, wb_arch arch, int glob
     }
     static const char *const params[] = {"u64 p_x", "u64 p_codes", "u64 p_scales", "u32 p_groups", "u32 p_gsize",
                                          "u64 p_global"};
-    static const char *const gparams[] = {"u64 p_x", "u64 p_global", "u32 p_n4"};
+    static const char *const gparams[] = {"u64 p_x", "u64 p_global", "u32 p_n4", "u64 p_part", "u32 p_reduce"};
     char an[8], sn[8], title[128];
     if (global)
         snprintf(title, sizeof title, "activation quantizer, tensor scale: %s -> f32 amax-based scale",

@@ -72,13 +72,18 @@ static wb_status quantize(wb_gpu *gpu, const char *call, const wb_format *f, wb_
     if ((s = wb_quant_dims(f, m, k, &d, &groups, &gsize)) != WB_OK)
         return s;
     void *fn = NULL;
-    if (global) { /* the tensor scale first, which the quantizer reads */
+    if (global) { /* the tensor scale first, which the quantizer reads (two launches at prefill sizes: the
+                   * blocks' maxima go through the scale buffer, which the quantizer then writes) */
         wb_launch_dims gd;
-        wb_quant_global_dims(&gd);
-        uint32_t n4 = (uint32_t)(m * k / 4);
-        void *gparams[] = {&x, &global, &n4};
+        uint32_t n4 = (uint32_t)(m * k / 4), blocks = (uint32_t)wb_quant_global_blocks(m * k / 4), no = 0, yes = 1;
+        wb_quant_global_dims(&gd, (int)blocks);
+        void *gparams[] = {&x, &global, &n4, &scales, &no};
+        void *rparams[] = {&scales, &global, &blocks, &scales, &yes};
         if ((s = quant_function(gpu, f, x_type, 1, &fn)) != WB_OK ||
             (s = wb_gpu_launch(gpu, fn, &gd, stream, gparams)) != WB_OK)
+            return s;
+        wb_quant_global_dims(&gd, 1);
+        if (blocks > 1 && (s = wb_gpu_launch(gpu, fn, &gd, stream, rparams)) != WB_OK)
             return s;
     }
     if ((s = quant_function(gpu, f, x_type, 0, &fn)) != WB_OK)

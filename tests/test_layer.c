@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fake_cuda.h"
+#include "lower/lower.h"
 
 /* Host weights for a format: zeroed buffers big enough for any element type, NULL where unused. */
 typedef struct {
@@ -299,8 +300,9 @@ START_TEST(test_layer_gemm_x)
 END_TEST
 
 /* e2m1 activations: MX (block scales only) through wb_layer_gemm_x, two launches; nvfp4 (a tensor
- * scale) through wb_gpu_quantize_acts_g, the tensor-scale pass and the quantizer, two launches, its
- * kernels JITted once; each entry point refuses the other kind of format. */
+ * scale) through wb_gpu_quantize_acts_g, the tensor-scale pass and the quantizer, two launches (three at
+ * prefill sizes: the pass's reduce launch), its kernels JITted once; each entry point refuses the other
+ * kind of format. */
 START_TEST(test_layer_fp4_quantizer)
 {
     wb_gpu *g = fake_gpu();
@@ -333,6 +335,17 @@ START_TEST(test_layer_fp4_quantizer)
     }
     ck_assert_int_eq(fake.launches, launches + 4);
     ck_assert_int_eq(fake.loads, loads + 2); /* the pass and the quantizer, from the cache the second time */
+    /* prefill: the pass in 1024 blocks, each block's maximum into the scale buffer, a reduce launch of
+     * one block over them (the scale buffer as its input), then the quantizer */
+    launches = fake.launches, loads = fake.loads;
+    fake.capture_layer_params = 0;
+    st = wb_gpu_quantize_acts_g(g, &nv, f16, 4096, 8192, 0xA000, 0xD000, 0xC000, 0xE000, NULL);
+    ck_assert_msg(st == WB_OK, "wb_gpu_quantize_acts_g: %s", wb_last_error());
+    ck_assert_int_eq(fake.launches, launches + 3);
+    ck_assert_int_eq(fake.loads, loads);
+    ck_assert_int_eq(wb_quant_global_blocks(4096 * 8192 / 4), 1024);
+    ck_assert_int_eq(wb_quant_global_blocks(16 * 1024 / 4), 1);
+    ck_assert_int_eq(wb_quant_global_blocks(4097), 2);
     wb_gpu_destroy(g);
 }
 END_TEST

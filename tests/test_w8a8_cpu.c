@@ -169,7 +169,7 @@ typedef struct tc_rec {
     int mbar, phase, open;
 } tc_rec;
 
-enum { NPARAMS = 17, MAX_BUFS = 8 };
+enum { NPARAMS = 19, MAX_BUFS = 8 };
 
 /* What a buffer is to the kernel: its output; an input that the previous kernel on the stream may
  * write (activations and their scales); or the layer's own packed data, which no kernel writes. */
@@ -200,7 +200,7 @@ typedef struct emu {
     uint64_t params[NPARAMS];
     gbuf bufs[MAX_BUFS];
     int nbufs;
-    unsigned ctaid[2];
+    unsigned ctaid[2], nctaid; /* nctaid: the grid's blocks along x */
     thread *t;
     int nthreads, cur; /* cur: the thread run_thread runs */
     /* the async proxy (wgmma's reads of B): per 16-byte chunk of shared memory, bit w while warp w has an
@@ -237,7 +237,7 @@ static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale
                                                  "p_ascale", "p_aglobal",
                                                  /* the activation quantizer's (lower/lower_quant.c) */
                                                  "p_x", "p_codes", "p_scales", "p_groups", "p_gsize", "p_global",
-                                                 "p_n4"};
+                                                 "p_n4", "p_part", "p_reduce"};
 
 static uint64_t val(const thread *th, const wb_opnd *o)
 {
@@ -1093,12 +1093,16 @@ static void run_thread(emu *e, int i)
             *d = e->params[p];
             break;
         }
-        case WB_OP_SPECIAL:
-            *d = strcmp(o[1].text, "%tid.x") == 0 ? (uint64_t)i : strcmp(o[1].text, "%ctaid.x") == 0 ? e->ctaid[0]
-                                                                                                     : e->ctaid[1];
-            CHECK(!strcmp(o[1].text, "%tid.x") || !strcmp(o[1].text, "%ctaid.x") || !strcmp(o[1].text, "%ctaid.y"),
-                  "special register %s", o[1].text);
+        case WB_OP_SPECIAL: {
+            static const char *const names[] = {"%tid.x", "%ctaid.x", "%ctaid.y", "%nctaid.x"};
+            const uint64_t vals[] = {(uint64_t)i, e->ctaid[0], e->ctaid[1], e->nctaid};
+            int r = 0;
+            while (r < 4 && strcmp(o[1].text, names[r]) != 0)
+                r++;
+            CHECK(r < 4, "special register %s", o[1].text);
+            *d = vals[r];
             break;
+        }
         case WB_OP_SMEM_BASE: *d = 0; break;
         case WB_OP_CVTA_GLOBAL: *d = val(th, &o[1]); break;
         case WB_OP_LD_GLOBAL: load(e, in->type, d, val(th, &o[1]), 0); break;
@@ -1821,6 +1825,7 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
         e.t[i].r = malloc((size_t)fn->nregs * sizeof *e.t[i].r);
         ck_assert_ptr_nonnull(e.t[i].r);
     }
+    e.nctaid = dims.grid[0];
     for (unsigned by = 0; by < dims.grid[1]; by++)
         for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
             e.ctaid[0] = bx, e.ctaid[1] = by;
@@ -2584,13 +2589,24 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
     gbuf bufs[] = {buf_of(x, n * 2, BUF_INPUT, "activations"), buf_of(gc, nc, BUF_OUT, "codes"),
                    buf_of(gs, (size_t)groups * wb_type_file_bytes(f.as), BUF_OUT, "scales"),
                    buf_of(&gg, 4, BUF_OUT, "tensor scale")};
-    if (f.ags) { /* the tensor-scale pass first (one block), then the quantizer reads it */
+    if (f.ags) { /* the tensor-scale pass first (its blocks' maxima through the scale buffer, then a reduce
+                  * launch, where it takes more than one block), then the quantizer reads it */
         wb_func gfn;
         wb_arena *ga = quant_func(&f, xt, arch, 1, &gfn);
         wb_launch_dims gd;
-        wb_quant_global_dims(&gd);
+        int blocks = wb_quant_global_blocks((int64_t)(n / 4));
+        wb_quant_global_dims(&gd, blocks);
+        params[17] = (uintptr_t)gs, params[18] = 0;
         run_func(&gfn, &gd, params, bufs, 4, NULL);
-        CHECK(!memcmp(&gg, &global, 4), "quantizer %s: tensor scale %a, reference %a", spec, (double)gg, (double)global);
+        if (blocks > 1) {
+            uint64_t rp[NPARAMS];
+            memcpy(rp, params, sizeof rp);
+            rp[10] = (uintptr_t)gs, rp[16] = (uint64_t)blocks, rp[18] = 1;
+            wb_quant_global_dims(&gd, 1);
+            run_func(&gfn, &gd, rp, bufs, 4, NULL);
+        }
+        CHECK(!memcmp(&gg, &global, 4), "quantizer %s: tensor scale %a, reference %a (%d blocks)", spec, (double)gg,
+              (double)global, blocks);
         wb_arena_destroy(ga);
     }
     run_func(&fn, &dims, params, bufs, 4, NULL);
@@ -2621,7 +2637,9 @@ START_TEST(quantizer_matches_reference)
         {"a=e2m1,ag=64,as=e8m0,w=int4,g=128", WB_ARCH_SM80, 4, 256},
         {"a=e2m1,ag=128,as=e4m3,w=e2m1,ws=e4m3,g=16", WB_ARCH_SM100A, 3, 384},
         /* and the tensor scale (ags=1): nvfp4, MX with one */
+        /* one block; two (a reduce launch); five, the last one's share cut short */
         {"nvfp4", WB_ARCH_SM90A, 6, 512}, {"nvfp4", WB_ARCH_SM120A, 1, 4096}, {"nvfp4", WB_ARCH_SM100A, 9, 2048},
+        {"nvfp4", WB_ARCH_SM90A, 17, 4096},
         {"a=e2m1,ag=32,as=e8m0,ags=1,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM80, 3, 256},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
