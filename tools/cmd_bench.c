@@ -1,7 +1,7 @@
 /* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
- * --sweep also times every legal config and reports the best; choices given on the command line
+ * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA) and reports the best; choices given on the command line
  * (--m-tiles, --warps-n, --warps-k, --k-slices, --stages, --load) stay fixed. --dispatch also times the host side
  * of a wb_layer_gemm call (issue to return, no synchronization inside a batch). */
 #include "tools/cli.h"
@@ -124,7 +124,7 @@ static int config_legal(bench *b, wb_config *cfg)
 static int sweep(bench *b, const wb_config *best_default, double default_us)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
-                     wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
+                     wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4}, loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     wb_config best = *best_default;
     double best_us = default_us;
@@ -134,10 +134,16 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++)
-                for (int ki = 0; ki < 3; ki++) {
+                for (int ki = 0; ki < 3; ki++)
+                for (int li = 0; li < 2; li++) { /* wgmma: both load paths (TMA is wgmma's only) */
                     wb_config cfg = *forced;
                     if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
-                        (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki))
+                        (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki) ||
+                        (forced->load && li))
+                        continue;
+                    if (!forced->load && (forced->mma ? forced->mma : mmas[mi]) == WB_MMA_WGMMA)
+                        cfg.load = loads[li];
+                    else if (li)
                         continue;
                     cfg.k_slices = forced->k_slices ? forced->k_slices : kss[ki];
                     cfg.mma = forced->mma ? forced->mma : mmas[mi];
