@@ -1,9 +1,10 @@
 /* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
- * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA) and reports the best; choices given on the command line
- * (--m-tiles, --warps-n, --warps-k, --k-slices, --stages, --load) stay fixed. --dispatch also times the host side
- * of a wb_layer_gemm call (issue to return, no synchronization inside a batch). */
+ * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA) and reports the
+ * best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices, --stages,
+ * --load) stay fixed. --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
+ * synchronization inside a batch). */
 #include "tools/cli.h"
 
 #include <stdlib.h>
