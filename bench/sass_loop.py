@@ -3,8 +3,9 @@
 
 usage: sass_loop.py SPEC --arch ARCH [warble ptx options...]
 Emits the PTX with `warble ptx --plain`, assembles it with ptxas and disassembles it with
-cuobjdump ($CUOBJDUMP, default: on PATH; Triton's wheel carries one). The K loop is the
-backward branch whose body holds the MMAs. Prints the body's length and its opcodes."""
+cuobjdump ($CUOBJDUMP, default: on PATH; Triton's wheel carries one) or, with $NVDISASM set, with
+nvdisasm (the `nvidia-cuda-nvdisasm` wheel carries one), whose branches name labels. The K loop is
+the backward branch whose body holds the MMAs. Prints the body's length and its opcodes."""
 import collections, os, re, subprocess, sys, tempfile
 
 def main():
@@ -15,13 +16,24 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         open(f"{d}/k.ptx", "w").write(ptx)
         subprocess.run(["ptxas", f"-arch={arch}", "-O3", f"{d}/k.ptx", "-o", f"{d}/k.cubin"], check=True)
-        sass = subprocess.run([os.environ.get("CUOBJDUMP", "cuobjdump"), "--dump-sass", f"{d}/k.cubin"],
-                              check=True, capture_output=True, text=True).stdout
-    insns = []  # (address, text)
+        nvdisasm = os.environ.get("NVDISASM")
+        cmd = [nvdisasm, "-c", f"{d}/k.cubin"] if nvdisasm else \
+              [os.environ.get("CUOBJDUMP", "cuobjdump"), "--dump-sass", f"{d}/k.cubin"]
+        sass = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    insns, labels, pending = [], {}, []  # (address, text); nvdisasm's labels -> the next address
     for line in sass.splitlines():
+        lab = re.match(r"\s*(\.L_x_\d+):", line)
+        if lab:
+            pending.append(lab.group(1))
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
         if m:
-            insns.append((int(m.group(1), 16), m.group(2).strip()))
+            addr = int(m.group(1), 16)
+            for name in pending:
+                labels[name] = addr
+            pending = []
+            insns.append((addr, m.group(2).strip()))
+    # nvdisasm: BRA `(.L_x_N) -> BRA 0x<address>, as cuobjdump prints it
+    insns = [(a, re.sub(r"`\((\.L_x_\d+)\)", lambda x: "0x%x" % labels.get(x.group(1), 0), t)) for a, t in insns]
     best = None
     for i, (addr, text) in enumerate(insns):
         b = re.search(r"BRA\s+0x([0-9a-f]+)", text)
