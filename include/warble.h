@@ -309,7 +309,9 @@ WB_API void wb_layer_destroy(wb_layer *layer);
 /* Force a config for every later call (NULL = the heuristic). */
 WB_API wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg);
 /* out (M x N, type out) = a (M x K, type a) x W^T, on `stream` (a CUstream, NULL = default).
- * No allocation and no synchronization on the GPU; the first call for a config JITs its kernel. */
+ * No allocation and no synchronization on the GPU; the first call for a config JITs its kernel.
+ * a must be 16-byte aligned (its rows are copied in 16-byte chunks), out 2-byte; with the _q calls
+ * f32 activation scales and a_global 4-byte: a misaligned pointer is refused (WB_ERR_INVALID). */
 WB_API wb_status wb_layer_gemm(wb_layer *layer, int64_t m, wb_devptr a, wb_devptr out, void *stream);
 /* The same for quantized activations: a = M x K codes in the layout of wb_pack_acts (8-bit codes one
  * to a byte, 4-bit codes two to a byte); a_scale = the activation scales as the interchange file holds
@@ -327,8 +329,10 @@ WB_API wb_status wb_layer_gemm_qg(wb_layer *layer, int64_t m, wb_devptr a, wb_de
  * byte per ag = 16..128), bit for bit wb_reference_quantize_acts. K a multiple of 128. On `stream`; no
  * allocation, no synchronization; the first call for a (format, x_type) JITs its kernel. x must be
  * finite (the reference refuses what is not). A format with a tensor scale (ags=1, e.g. nvfp4) takes
- * wb_gpu_quantize_acts_g, which also writes that f32 to a_global (one block's pass over x first, then
- * the quantizer: two launches), ahead of wb_layer_gemm_qg. */
+ * wb_gpu_quantize_acts_g, which also writes that f32 to a_global (a pass over x first: one block, or
+ * past 16384 activations up to 1024 blocks whose maxima go through `scales` and a one-block reduce
+ * launch; then the quantizer), ahead of wb_layer_gemm_qg. x, codes, a_global and f32 scales (and
+ * scales with a tensor scale) must be 4-byte aligned: a misaligned pointer is refused. */
 WB_API wb_status wb_gpu_quantize_acts(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k,
                                       wb_devptr x, wb_devptr codes, wb_devptr scales, void *stream);
 WB_API wb_status wb_gpu_quantize_acts_g(wb_gpu *gpu, const wb_format *f, wb_type x_type, int64_t m, int64_t k,

@@ -195,6 +195,13 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
         return wb_fail(WB_ERR_INVALID, "%s: m must be in [1, 2^31) (got %lld)", call, (long long)m);
     if (!a || !out)
         return wb_fail(WB_ERR_INVALID, "%s: NULL %s pointer", call, !a ? "activation" : "output");
+    /* what the kernels' accesses need (a misaligned one would fault and spoil the CUDA context) */
+    int f32_scales = quantized_acts(&layer->f) && !wb_format_fp4_acts(&layer->f);
+    if (a % 16 || out % 2 || (f32_scales && a_scale % 4) || a_global % 4)
+        return wb_fail(WB_ERR_INVALID, "%s: misaligned %s pointer %#llx (activations: 16 bytes, copied in 16-byte "
+                                       "chunks; output: 2; f32 scales: 4)", call,
+                       a % 16 ? "activation" : out % 2 ? "output" : a_global % 4 ? "a_global" : "a_scale",
+                       (unsigned long long)(a % 16 ? a : out % 2 ? out : a_global % 4 ? a_global : a_scale));
     wb_config cfg;
     void *fn = NULL;
     pthread_mutex_lock(&layer->lock);

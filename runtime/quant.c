@@ -60,6 +60,13 @@ static wb_status quantize(wb_gpu *gpu, const char *call, const wb_format *f, wb_
         return s;
     if (!f || !x || !codes || !scales)
         return wb_fail(WB_ERR_INVALID, "%s: NULL %s", call, !f ? "format" : !x ? "x" : !codes ? "codes" : "scales");
+    /* x is read and codes written in 4-byte words, f32 scales and the tensor scale as f32 (and with a
+     * tensor scale, the blocks' maxima go through the scale buffer as f32) */
+    int f32_scales = !wb_format_fp4_acts(f) || f->ags;
+    if (x % 4 || codes % 4 || (f32_scales && scales % 4) || global % 4)
+        return wb_fail(WB_ERR_INVALID, "%s: misaligned %s pointer (x, codes, a_global: 4 bytes; scales: 4, or 1 "
+                                       "for the block scales of e2m1 without a tensor scale)", call,
+                       x % 4 ? "x" : codes % 4 ? "codes" : global % 4 ? "a_global" : "scales");
     if (f->ags && !global)
         return wb_fail(WB_ERR_INVALID, "%s: a format with a tensor scale (ags=1) writes it too: use "
                                        "wb_gpu_quantize_acts_g with its address", call);

@@ -141,6 +141,39 @@ START_TEST(test_layer_gemm_tma)
 }
 END_TEST
 
+/* Misaligned device pointers are refused before any launch, naming the pointer (a fault there would
+ * spoil the caller's CUDA context): activations 16 bytes, output 2, f32 scales and a_global 4; the
+ * quantizer's x, codes and f32 scales 4. */
+START_TEST(test_layer_misaligned)
+{
+    wb_gpu *g = fake_gpu();
+    wb_layer *l = make_layer(g, "w4a16", 256, 1024);
+    ck_assert_error(wb_layer_gemm(l, 16, 0xA008, 0xB000, NULL), WB_ERR_INVALID, "misaligned activation pointer");
+    ck_assert_error(wb_layer_gemm(l, 16, 0xA000, 0xB001, NULL), WB_ERR_INVALID, "misaligned output pointer");
+    ck_assert_int_eq(wb_layer_gemm(l, 16, 0xA000, 0xB002, NULL), WB_OK); /* an output one column on */
+    wb_layer_destroy(l);
+    l = make_layer(g, "int8", 256, 1024);
+    ck_assert_error(wb_layer_gemm_q(l, 16, 0xA000, 0xC002, 0xB000, NULL), WB_ERR_INVALID,
+                    "misaligned a_scale pointer");
+    wb_layer_destroy(l);
+    int launches = fake.launches;
+    wb_format fp8, nv;
+    wb_type f16;
+    ck_assert(wb_format_parse("fp8", &fp8) == WB_OK && wb_format_parse("nvfp4", &nv) == WB_OK &&
+              wb_type_parse("f16", &f16) == WB_OK);
+    ck_assert_error(wb_gpu_quantize_acts(g, &fp8, f16, 16, 1024, 0xA002, 0xD000, 0xC000, NULL), WB_ERR_INVALID,
+                    "misaligned x pointer");
+    ck_assert_error(wb_gpu_quantize_acts(g, &fp8, f16, 16, 1024, 0xA000, 0xD000, 0xC001, NULL), WB_ERR_INVALID,
+                    "misaligned scales pointer");
+    ck_assert_error(wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC001, 0xE000, NULL),
+                    WB_ERR_INVALID, "misaligned scales pointer");
+    ck_assert_error(wb_gpu_quantize_acts_g(g, &nv, f16, 16, 1024, 0xA000, 0xD000, 0xC000, 0xE002, NULL),
+                    WB_ERR_INVALID, "misaligned a_global pointer");
+    ck_assert_int_eq(fake.launches, launches);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 START_TEST(test_layer_gemm)
 {
     wb_gpu *g = fake_gpu();
@@ -442,6 +475,7 @@ static Suite *layer_suite(void)
     tcase_add_checked_fixture(b, fake_setup, fake_teardown);
     tcase_add_test(b, test_layer_bad_shape);
     tcase_add_test(b, test_layer_gemm);
+    tcase_add_test(b, test_layer_misaligned);
     tcase_add_test(b, test_layer_gemm_tma);
     tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_gemm_x);
