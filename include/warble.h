@@ -342,8 +342,9 @@ WB_API wb_status wb_gpu_quantize_acts_g(wb_gpu *gpu, const wb_format *f, wb_type
 WB_API wb_status wb_quant_ptx(const wb_format *f, wb_type x_type, wb_arch arch, char **ptx_out);
 WB_API wb_status wb_quant_global_ptx(const wb_format *f, wb_type x_type, wb_arch arch, char **ptx_out);
 /* Both in one call for a layer with quantized activations: x (M x K, x_type f16 or bf16) quantized
- * into the caller's scratch (codes: M x K bytes; scales: M x K/ag f32, or M with ag=0), then the
- * GEMM on them, on `stream`, back to back (the GEMM waits for the quantizer through the stream). */
+ * into the caller's scratch (codes: M x K bytes, 16-byte aligned; scales: M x K/ag f32, or M with
+ * ag=0), then the GEMM on them, on `stream`, back to back (the GEMM waits for the quantizer through
+ * the stream). */
 WB_API wb_status wb_layer_gemm_x(wb_layer *layer, int64_t m, wb_type x_type, wb_devptr x, wb_devptr codes,
                                  wb_devptr scales, wb_devptr out, void *stream);
 
