@@ -5,7 +5,7 @@ usage: sass_loop.py SPEC --arch ARCH [warble ptx options...]
 Emits the PTX with `warble ptx --plain`, assembles it with ptxas and disassembles it with
 cuobjdump ($CUOBJDUMP, default: on PATH; Triton's wheel carries one) or, with $NVDISASM set, with
 nvdisasm (the `nvidia-cuda-nvdisasm` wheel carries one), whose branches name labels. The K loop is
-the backward branch whose body holds the MMAs. Prints the body's length and its opcodes."""
+the smallest backward branch whose body holds every MMA. Prints the body's length and its opcodes."""
 import collections, os, re, subprocess, sys, tempfile
 
 def main():
@@ -34,12 +34,13 @@ def main():
             insns.append((addr, m.group(2).strip()))
     # nvdisasm: BRA `(.L_x_N) -> BRA 0x<address>, as cuobjdump prints it
     insns = [(a, re.sub(r"`\((\.L_x_\d+)\)", lambda x: "0x%x" % labels.get(x.group(1), 0), t)) for a, t in insns]
-    best = None
+    best, mmas = None, sum("MMA" in t for _, t in insns)
     for i, (addr, text) in enumerate(insns):
         b = re.search(r"BRA\s+0x([0-9a-f]+)", text)
         if b and int(b.group(1), 16) < addr:
             body = [t for a, t in insns if int(b.group(1), 16) <= a <= addr]
-            if any("MMA" in t for t in body) and (best is None or len(body) > len(best)):
+            # the smallest loop holding every MMA of the kernel (a larger one may take the epilogue in)
+            if sum("MMA" in t for t in body) == mmas and (best is None or len(body) < len(best)):
                 best = body
     if best is None:
         sys.exit("no K loop with an MMA found")
