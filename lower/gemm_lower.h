@@ -62,8 +62,9 @@ typedef struct lw {
     wb_reg pfalse, *part, *vals_acc;   /* wgmma with slice sums (fp8, grouped): scale-d of a slice's
                                           first step, the slice's product (f32, or s32 when grouped),
                                           the f32 sums it goes into (promote) */
-    int tma;                           /* the warp-specialized pipeline: a producer warp copies every tile
-                                          (TMA, bulk copies), stages handed over by mbarriers (lower_tma.c) */
+    int tma;                           /* the warp-specialized pipeline: a producer warpgroup copies every
+                                          tile (TMA, bulk copies), stages handed over by mbarriers
+                                          (lower_tma.c) */
     wb_reg tmap, elected, mbar, lead;  /* tma: the map's generic address, thread 0, the first mbarrier, a
                                           consumer warp's lane 0 */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */

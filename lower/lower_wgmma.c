@@ -1,7 +1,7 @@
-/* The wgmma path of the GEMM lowering (sm_90a): descriptors, wgmma groups, the rotated K loop and TMA
- * loads (the warp-specialized pipeline of --load tma is lower_tma.c). lower_gemm.c calls in here where L->wg or
- * L->rot says so; see its head comment for
- * why a warp's dequantized slice is already wgmma's register A operand. */
+/* The wgmma path of the GEMM lowering (sm_90a): descriptors, wgmma groups and the rotated K loop (its
+ * warp-specialized form, --load tma, is lower_tma.c). lower_gemm.c calls in here where L->wg or L->rot
+ * says so; see its head comment for why a warp's dequantized slice is already wgmma's register A
+ * operand. */
 #include "lower/gemm_lower.h"
 
 #include <stdlib.h>

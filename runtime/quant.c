@@ -79,8 +79,8 @@ static wb_status quantize(wb_gpu *gpu, const char *call, const wb_format *f, wb_
     if ((s = wb_quant_dims(f, m, k, &d, &groups, &gsize)) != WB_OK)
         return s;
     void *fn = NULL;
-    if (global) { /* the tensor scale first, which the quantizer reads (two launches at prefill sizes: the
-                   * blocks' maxima go through the scale buffer, which the quantizer then writes) */
+    if (global) { /* the tensor scale first, which the quantizer reads (at prefill sizes a reduce launch
+                   * too: the blocks' maxima go through the scale buffer, which the quantizer then writes) */
         wb_launch_dims gd;
         uint32_t n4 = (uint32_t)(m * k / 4), blocks = (uint32_t)wb_quant_global_blocks(m * k / 4), no = 0, yes = 1;
         wb_quant_global_dims(&gd, (int)blocks);

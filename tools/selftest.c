@@ -175,13 +175,14 @@ static int builds_on(const char *spec, wb_arch arch, wb_config c)
  * with its two-level sums, s8, int4 widened, weight groups), which only such a target builds. */
 static int plan_tma(plan *p, int quick, int arch)
 {
-    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=32", "fp8",
-                                        "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};
+    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=32", /* 16-bit */
+                                        "fp8", "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};         /* 8-bit */
     static const int64_t ms[] = {100, 256, 1000};
+    enum { FIRST_8BIT = 4 };
     int rc = 0;
     for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++) {
-        if (s >= 4 && (arch < 0 || !builds_on(specs[s], (wb_arch)arch,
-                                                 (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA})))
+        if (s >= FIRST_8BIT && (arch < 0 || !builds_on(specs[s], (wb_arch)arch,
+                                                          (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA})))
             continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
             if (!quick || i == s % 3)
