@@ -514,7 +514,7 @@ static int is_collective(wb_op op)
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
            op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
            op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH ||
-           op == WB_OP_SHFL_BFLY || op == WB_OP_BAR_WARP_SYNC || op == WB_OP_SETMAXNREG_INC ||
+           op == WB_OP_SHFL_BFLY || op == WB_OP_BAR_WARP_SYNC || op == WB_OP_ELECT || op == WB_OP_SETMAXNREG_INC ||
            op == WB_OP_SETMAXNREG_DEC;
 }
 
@@ -1507,6 +1507,11 @@ static void run_collective(emu *e, int base)
         r[l] = e->t[base + l].r;
     }
     const wb_opnd *o = in->o;
+    if (in->op == WB_OP_ELECT) { /* elect.sync _|p, -1: the lowest lane (all 32 have met here) */
+        for (int l = 0; l < 32; l++)
+            r[l][o[0].v] = l == 0;
+        return;
+    }
     if (in->op == WB_OP_BAR_WARP_SYNC) { /* bar.warp.sync -1: every lane has met here */
         for (int l = 0; l < 32; l++)
             e->t[base + l].warp_met = 1;
