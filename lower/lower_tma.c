@@ -36,23 +36,26 @@ static wb_reg pred_of(lw *L, wb_op cmp, wb_reg x, int64_t v)
     return p;
 }
 
-/* The producer warp's loop. Lane j < warps_n copies warp slice j's code words (and scale
- * records); lane 0 also posts the stage's bytes and copies the activation tile. */
+/* The producer warp's loop. One lane (elect.sync) posts the stage's bytes and issues every copy: the
+ * activation box, then warp slice j's code words and scale records for each j. Their addresses are
+ * made of uniform values only (the block's strip, the tile index, constants), so ptxas keeps them in
+ * uniform registers: a copy with per-lane addresses becomes a loop over the active lanes (ELECT,
+ * R2UR, UBLKCP, BRA.U.ANY in the SASS), once a lane. */
 static void produce(lw *L)
 {
     int S = L->cfg->stages, nw = L->cfg->warps_n, srec = L->lay.groups_per_chunk * L->lay.rec_bytes;
     int bytes = L->lay.bm * 128 + L->lay.w_stage + L->lay.s_stage;
-    wb_reg lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0), mine = pred_of(L, WB_OP_SETP_LT, L->lane, nw);
-    /* warp slice j = lane: strip strip0 + j, its k chunk 0 (chunks are w_bytes apart) and group 0 */
-    wb_reg strip = add(L, L->strip0, L->lane);
-    wb_reg wsrc = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->kchunks)),
+    wb_reg lead = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_ELECT, NULL, 1, wb_r(lead));
+    /* warp slice 0: strip strip0, k chunk 0 (chunks are w_bytes apart, strips kchunks chunks) */
+    wb_reg wsrc = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_r(L->kchunks)),
                          L->lay.w_bytes);
-    wb_reg wdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(L->lay.w_bytes),
-                      wb_r(addi(L, L->smem, L->lay.w_off)));
-    wb_reg ssrc = {-1}, sdst = {-1};
+    wb_reg wstrip = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->kchunks), wb_imm(L->lay.w_bytes));
+    wb_reg ssrc = {-1}, sstrip = {-1};
     if (L->lay.s_stage) {
-        ssrc = addr64(L, L->s, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(strip), wb_r(L->ngroups)), L->lay.rec_bytes);
-        sdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(srec), wb_r(addi(L, L->smem, L->lay.s_off)));
+        ssrc = addr64(L, L->s, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_r(L->ngroups)),
+                      L->lay.rec_bytes);
+        sstrip = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->ngroups), wb_imm(L->lay.rec_bytes));
     }
     /* weights and scales are the layer's own, but the tiles are copied together: wait before any copy */
     if (L->t->features & WB_FEAT_GRIDDEP)
@@ -69,23 +72,35 @@ static void produce(lw *L)
     /* the bytes are posted before any copy can complete them */
     wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(full), wb_imm(bytes));
     wb_guard_last(L->f, lead, 0);
-    wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
     wb_reg stage = add(L, L->smem, so);
     wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap),
             wb_r(muli(L, kt, L->lay.slice_k)), wb_r(L->m0), wb_r(full));
     wb_guard_last(L->f, lead, 0);
-    wb_reg wk = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes));
-    wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(add(L, wdst, so)), wb_r(op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
-                                                                             wb_r(wk))),
-            wb_imm(L->lay.w_bytes), wb_r(full));
-    wb_guard_last(L->f, mine, 0);
+    wb_reg wk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
+                    wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes))));
+    wb_reg sk = {-1};
     if (L->lay.s_stage) { /* the first group of k chunk kt */
         int g = L->fmt->g;
         wb_reg group = !g ? mov(L, "u32", WB_RC_B32, wb_imm(0)) : g < WB_KW ? muli(L, kt, WB_KW / g) : divi(L, kt, g / WB_KW);
-        wb_reg sk = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes));
-        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(add(L, sdst, so)),
-                wb_r(op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc), wb_r(sk))), wb_imm(srec), wb_r(full));
-        wb_guard_last(L->f, mine, 0);
+        sk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
+                 wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes))));
+    }
+    for (int j = 0; j < nw; j++) {
+        wb_reg src = wk;
+        if (j) /* strip strip0 + j: j strips on */
+            src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
+                      wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
+        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.w_off + j * L->lay.w_bytes)), wb_r(src),
+                wb_imm(L->lay.w_bytes), wb_r(full));
+        wb_guard_last(L->f, lead, 0);
+        if (!L->lay.s_stage)
+            continue;
+        wb_reg ss = j ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),
+                            wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_imm(j))))
+                      : sk;
+        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.s_off + j * srec)), wb_r(ss), wb_imm(srec),
+                wb_r(full));
+        wb_guard_last(L->f, lead, 0);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
     wb_gemm_advance_stage(L, so);

@@ -312,7 +312,7 @@ START_TEST(w8a8_wgmma)
 }
 END_TEST
 
-/* --load tma (lower_tma.c): a producer warpgroup after the consumers, its first warp copying each stage
+/* --load tma (lower_tma.c): a producer warpgroup after the consumers, one lane of it copying each stage
  * (one TMA copy of the activation tile, one bulk copy of each warp slice's code words and, with scale
  * records, of its records) under the stage's full mbarrier; the consumers wait for full, release each
  * stage with one arrival on its empty mbarrier after their group's wait, make no copies and meet at no
@@ -336,7 +336,8 @@ START_TEST(tma_warp_specialized)
             ck_assert_ptr_nonnull(strstr(ptx, ntid));
             ck_assert_int_eq(count_of(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), 1);
             ck_assert_int_eq(count_of(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"),
-                             1 + records);
+                             c.warps_n * (1 + records)); /* one lane issues them all, a warp slice each */
+            ck_assert_int_eq(count_of(ptx, "elect.sync"), 1);
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.expect_tx"), 1);
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), wb_format_w8a8(&f) ? 2 : 1);
             ck_assert_int_eq(count_of(ptx, "bar.sync 0;"), 1); /* after the mbarriers' init, none after */

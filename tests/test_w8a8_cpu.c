@@ -200,7 +200,7 @@ typedef struct emu {
     uint64_t params[NPARAMS];
     gbuf bufs[MAX_BUFS];
     int nbufs;
-    unsigned ctaid[2], nctaid; /* nctaid: the grid's blocks along x */
+    unsigned ctaid[2], nctaid[2]; /* nctaid: the grid's blocks along x and y */
     thread *t;
     int nthreads, cur; /* cur: the thread run_thread runs */
     /* the async proxy (wgmma's reads of B): per 16-byte chunk of shared memory, bit w while warp w has an
@@ -514,7 +514,7 @@ static int is_collective(wb_op op)
            op == WB_OP_MMA_S4_K64 || op == WB_OP_MMA_S4_K32 || op == WB_OP_MMA_FP8 || op == WB_OP_WGMMA_S8 ||
            op == WB_OP_WGMMA_F8 || op == WB_OP_WGMMA || op == WB_OP_MMA_K16 || op == WB_OP_MMA_K8 ||
            op == WB_OP_MMA_BLOCK || op == WB_OP_TC_ALLOC || op == WB_OP_TC_DEALLOC || op == WB_OP_TC_RELINQUISH ||
-           op == WB_OP_SHFL_BFLY || op == WB_OP_BAR_WARP_SYNC || op == WB_OP_SETMAXNREG_INC ||
+           op == WB_OP_SHFL_BFLY || op == WB_OP_BAR_WARP_SYNC || op == WB_OP_ELECT || op == WB_OP_SETMAXNREG_INC ||
            op == WB_OP_SETMAXNREG_DEC;
 }
 
@@ -1094,12 +1094,12 @@ static void run_thread(emu *e, int i)
             break;
         }
         case WB_OP_SPECIAL: {
-            static const char *const names[] = {"%tid.x", "%ctaid.x", "%ctaid.y", "%nctaid.x"};
-            const uint64_t vals[] = {(uint64_t)i, e->ctaid[0], e->ctaid[1], e->nctaid};
+            static const char *const names[] = {"%tid.x", "%ctaid.x", "%ctaid.y", "%nctaid.x", "%nctaid.y"};
+            const uint64_t vals[] = {(uint64_t)i, e->ctaid[0], e->ctaid[1], e->nctaid[0], e->nctaid[1]};
             int r = 0;
-            while (r < 4 && strcmp(o[1].text, names[r]) != 0)
+            while (r < 5 && strcmp(o[1].text, names[r]) != 0)
                 r++;
-            CHECK(r < 4, "special register %s", o[1].text);
+            CHECK(r < 5, "special register %s", o[1].text);
             *d = vals[r];
             break;
         }
@@ -1507,6 +1507,11 @@ static void run_collective(emu *e, int base)
         r[l] = e->t[base + l].r;
     }
     const wb_opnd *o = in->o;
+    if (in->op == WB_OP_ELECT) { /* elect.sync _|p, -1: the lowest lane (all 32 have met here) */
+        for (int l = 0; l < 32; l++)
+            r[l][o[0].v] = l == 0;
+        return;
+    }
     if (in->op == WB_OP_BAR_WARP_SYNC) { /* bar.warp.sync -1: every lane has met here */
         for (int l = 0; l < 32; l++)
             e->t[base + l].warp_met = 1;
@@ -1825,7 +1830,7 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
         e.t[i].r = malloc((size_t)fn->nregs * sizeof *e.t[i].r);
         ck_assert_ptr_nonnull(e.t[i].r);
     }
-    e.nctaid = dims.grid[0];
+    e.nctaid[0] = dims.grid[0], e.nctaid[1] = dims.grid[1];
     for (unsigned by = 0; by < dims.grid[1]; by++)
         for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
             e.ctaid[0] = bx, e.ctaid[1] = by;
@@ -2492,7 +2497,8 @@ END_TEST
  * stage on its empty one). The fake tensor map is the runtime's (run_grid): 16-bit activations, or
  * 8-bit codes (boxes of 128 a row: fp8 and int8). 64- and 128-token tiles, two warpgroups of channels,
  * three and four stages, tails past M (rows the TMA fills with zeros), f16 and bf16 activations,
- * per-group and per-channel scales, a bias. Any read of a stage before its full phase was seen, a copy
+ * per-group and per-channel scales, a bias; more token tiles than a raster group, and fewer. Any read
+ * of a stage before its full phase was seen, a copy
  * into a chunk a wgmma still reads or a thread read with no release since, or a deadlock between
  * producer and consumers fails the case. */
 START_TEST(tma_kernel_matches_reference)
@@ -2507,6 +2513,9 @@ START_TEST(tma_kernel_matches_reference)
         {"fp8,out=f16,bias=1", 300, 512, 16, 4},
         {"int8", 100, 512, 16, 4},
         {"int8,bias=1", 300, 1024, 8, 3},
+        /* 10 token tiles: a group of 8 and one of 2 (raster) */
+        {"w4a16", 300, 512, 4, 3},
+        {"fp8", 300, 512, 4, 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f;
