@@ -425,3 +425,49 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
         }
     }
 }
+
+/* ---- the raw rule (mma.sync, f16, one-plane integer codes without a zero point record): the code's
+ * bits alone, masked in place, are the f16 value u * 2^lift * 2^-24 (exponent field 0: a subnormal,
+ * exact for any bits below 2^10), so a register costs one and (and a shift a pair) and no fma. Registers 0 and 2 (channel
+ * gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`: the pair's fields sit side by side in a
+ * word, so one shift serves both. The MMA of these values is sum u b * 2^(lift - 24); a second MMA
+ * with the constant registers -zero * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
+ * subtracts zero * sum b; the caller multiplies each f32 sum by 2^(24 - lift) of its row after K. */
+int wb_dequant_raw(const wb_format *fmt)
+{
+    wb_codes cs;
+    wb_codes_get(fmt->w.bits, &cs);
+    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE && cs.nplanes == 1 &&
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT);
+}
+
+int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }
+
+uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
+{
+    if (fmt->w.kind != WB_KIND_INT)
+        return 0;
+    uint32_t z = 1u << (fmt->w.bits - 1 + wb_dequant_raw_lift(fmt, reg)); /* the bits of zero * 2^lift * 2^-24 */
+    return pair(0x8000 | z);
+}
+
+void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words, wb_reg out[16])
+{
+    dq d = {.f = f, .fmt = fmt, .ty = "f16x2", .byte_step = -1};
+    wb_codes cs;
+    wb_codes_get(fmt->w.bits, &cs);
+    const wb_plane *pl = &cs.plane[0];
+    char note[200];
+    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes, masked in place as f16 subnormals u * "
+             "2^(lift - 24) (lift 0 for channel gid, %d for gid + 8); no fma: %s",
+             fmt->w.bits, fmt->w.bits, fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the zero" : "no zero");
+    wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
+    for (int step = 0; step < 4; step++)
+        for (int reg = 0; reg < 4; reg++) {
+            int word, bit, base;
+            wb_plane_field(pl, step, reg, &word, &bit);
+            wb_plane_field(pl, step, reg & ~1, &word, &base); /* the even register's field: the shift */
+            wb_reg x = shifted(&d, words, word, base);
+            out[step * 4 + reg] = emit3(&d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(pl->width, bit - base)));
+        }
+}

@@ -22,6 +22,7 @@
  * code) and f32 sums: zeroed as f32, reduced across warps with f32 adds, no cvt in the epilogue. */
 #include "lower/lower.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,8 @@ static void lower_setup(lw *L)
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
     if (L->wg)
         wb_wgmma_setup(L);
+    for (int r = 0; r < 4 && L->raw; r++)
+        L->raw_zero[r] = r < 2 ? mov(L, "b32", WB_RC_B32, wb_hex(wb_dequant_raw_zero(L->fmt, r))) : L->raw_zero[r - 2];
 }
 
 /* ---- global -> shared copies of one stage
@@ -604,7 +607,9 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
     wb_reg *out = value_regs(L, o->result, 16);
     int gos[4];
     wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
-    if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
+    if (out && L->raw && L->vals[o->args[0]])
+        wb_lower_dequant_raw(L->f, L->fmt, L->vals[o->args[0]], out);
+    else if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
         wb_lower_dequant(L->f, L->fmt, gos, !o->unscaled, L->vals[o->args[0]], L->vals[o->args[1]], out);
 }
 
@@ -811,6 +816,18 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         }
 }
 
+/* The raw rule's second MMA: d += z x b, z the constant registers -zero * 2^(lift - 24) */
+static void mma_zero(lw *L, wb_reg *d, const wb_reg *x, int half, int k16)
+{
+    const wb_reg *z = L->raw_zero;
+    if (k16)
+        wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(z[0]), wb_r(z[1]),
+                wb_r(z[2]), wb_r(z[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]));
+    else
+        wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(z[half * 2]),
+                wb_r(z[half * 2 + 1]), wb_r(x[half]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]));
+}
+
 /* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
  * it is a register. */
 static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero, int first, int end)
@@ -833,6 +850,8 @@ static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_
                     wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
                             wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(in[0]), wb_r(in[1]),
                             wb_r(in[2]), wb_r(in[3]));
+                if (L->raw && L->fmt->w.kind == WB_KIND_INT) /* the raw rule's zero: d += -zero * 2^(lift - 24) x b */
+                    mma_zero(L, d, x, half, k16);
             }
         }
     }
@@ -955,6 +974,9 @@ static void lower_epilogue(lw *L, int acc)
     }
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
     const char *done = wb_new_label(L->f, "done");
+    for (int i = 0; i < nacc && L->raw; i++) /* the raw rule's sums are u x b * 2^(lift - 24) */
+        wb_emit(L->f, WB_OP_MUL_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]),
+                wb_f32((float)ldexp(1.0, 24 - wb_dequant_raw_lift(L->fmt, (i & 3) >> 1))));
     /* the next kernel may be scheduled now, unless it was at the top (lower_kloop) */
     if ((L->t->features & WB_FEAT_GRIDDEP) && !L->pdl_top)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
@@ -1069,8 +1091,11 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.vals = wb_arena_alloc(f->arena, (size_t)k->nvalues * sizeof *L.vals);
     if (!L.vals)
         return wb_fail(WB_ERR_NOMEM, "out of memory lowering a kernel");
-    for (int i = 0; i < k->nops; i++)
+    for (int i = 0; i < k->nops; i++) {
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
+        L.raw |= k->ops[i].op == WB_TOP_DEQUANT && k->ops[i].unscaled;
+    }
+    L.raw = L.raw && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs && wb_dequant_raw(&k->fmt);
     lower_setup(&L);
 
     int body = -1; /* pp: the first op of the loop body, lowered a second time for the second half */
