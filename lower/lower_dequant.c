@@ -25,6 +25,10 @@
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
+ *  - raw integer codes (mma.sync, f16, no zero point record, the scale on the f32 product;
+ *    wb_lower_dequant_raw below): the code bits, masked or gathered, are already an exact f16
+ *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, a multiply
+ *    after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
  *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
  *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
@@ -426,28 +430,35 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     }
 }
 
-/* ---- the raw rule (mma.sync, f16, one-plane integer codes without a zero point record): the code's
- * bits alone, masked in place, are the f16 value u * 2^lift * 2^-24 (exponent field 0: a subnormal,
- * exact for any bits below 2^10), so a register costs one and (and a shift a pair) and no fma. Registers 0 and 2 (channel
- * gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`: the pair's fields sit side by side in a
- * word, so one shift serves both. The MMA of these values is sum u b * 2^(lift - 24); a second MMA
- * with the constant registers -zero * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
- * subtracts zero * sum b; the caller multiplies each f32 sum by 2^(24 - lift) of its row after K. */
+/* ---- the raw rule (mma.sync, f16, integer codes without a zero point record): the code's bits alone,
+ * with exponent field 0, are the f16 subnormal u * 2^(lift - 24), exact for any bits below 2^10, so a
+ * register needs no fma. One-plane codes (1, 2, 4 bits) are masked in place (one and): registers 0
+ * and 2 (channel gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`, for the pair's fields
+ * sit side by side in a word and one shift serves both. Codes of two or three planes are gathered at
+ * bit 0 by lop3 as the magic rule does, into 0 instead of the magic (lift 0). The MMA of these values
+ * is sum u b * 2^(lift - 24); a second MMA with the constant registers -bias * 2^(lift - 24)
+ * (wb_dequant_raw_zero; none for unsigned codes) subtracts bias * sum b; the caller multiplies each
+ * f32 sum by 2^(24 - lift) of its row after K.
+ * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
+ * is one here, so the GPU selftest of any raw kernel would fail at once if they were flushed. */
 int wb_dequant_raw(const wb_format *fmt)
+{
+    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE &&
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && fmt->w.bits <= 8;
+}
+
+int wb_dequant_raw_lift(const wb_format *fmt, int reg)
 {
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
-    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE && cs.nplanes == 1 &&
-           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT);
+    return cs.nplanes == 1 && (reg & 1) ? fmt->w.bits : 0;
 }
-
-int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }
 
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
 {
     if (fmt->w.kind != WB_KIND_INT)
         return 0;
-    uint32_t z = 1u << (fmt->w.bits - 1 + wb_dequant_raw_lift(fmt, reg)); /* the bits of zero * 2^lift * 2^-24 */
+    uint32_t z = 1u << (fmt->w.bits - 1 + wb_dequant_raw_lift(fmt, reg)); /* the bits of bias * 2^lift * 2^-24 */
     return pair(0x8000 | z);
 }
 
@@ -457,13 +468,19 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
     const wb_plane *pl = &cs.plane[0];
-    char note[200];
-    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes, masked in place as f16 subnormals u * "
-             "2^(lift - 24) (lift 0 for channel gid, %d for gid + 8); no fma: %s",
-             fmt->w.bits, fmt->w.bits, fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the zero" : "no zero");
+    char note[240];
+    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24) (%s); "
+             "no fma: %s", fmt->w.bits,
+             cs.nplanes == 1 ? "masked in place: lift 0 for channel gid, the width for gid + 8"
+                             : "planes gathered by lop3 at bit 0",
+             fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the bias" : "no bias");
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     for (int step = 0; step < 4; step++)
         for (int reg = 0; reg < 4; reg++) {
+            if (cs.nplanes > 1) {
+                out[step * 4 + reg] = gather(&d, words, &cs, 0, cs.nplanes, 0, step, reg, wb_hex(0));
+                continue;
+            }
             int word, bit, base;
             wb_plane_field(pl, step, reg, &word, &bit);
             wb_plane_field(pl, step, reg & ~1, &word, &base); /* the even register's field: the shift */
