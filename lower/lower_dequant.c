@@ -94,34 +94,7 @@ static wb_reg fma2(dq *d, wb_reg a, wb_opnd b, wb_opnd c) { return fma2_as(d, d-
 
 static uint32_t pair(uint32_t h) { return h << 16 | h; }
 
-/* The field of plane p for (step, reg), moved so the code's bits [off, off+width) sit at `at` in
- * both halves (other bits unspecified: the caller masks). */
-static wb_reg field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
-{
-    int word, bit;
-    wb_plane_field(p, step, reg, &word, &bit);
-    int shift = bit - at;
-    if (!shift)
-        return words[word];
-    return shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
-                     : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
-}
-
 static uint32_t mask_at(int width, int at) { return pair(((1u << width) - 1) << at); }
-
-/* OR the planes [first, last) of a code into `acc` (a register or the magic constant), each at its
- * bit offset minus `base`. */
-static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, int last, int base, int step,
-                     int reg, wb_opnd acc)
-{
-    for (int p = first; p < last; p++) {
-        const wb_plane *pl = &cs->plane[p];
-        int at = pl->offset - base;
-        wb_reg x = field(d, words, pl, step, reg, at);
-        acc = wb_r(lop3(d, wb_r(x), wb_hex(mask_at(pl->width, at)), acc, 0xEA)); /* (a & b) | c */
-    }
-    return (wb_reg){(int)acc.v};
-}
 
 /* words[word] >> shift (<< -shift when negative), once per (word, shift) */
 static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
@@ -140,6 +113,53 @@ static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
     }
     return r;
 }
+
+/* A split field (wb_plane_split), gathered bit by bit to `at`, clean: bit i from bit 15 of word i. */
+static wb_reg split_field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
+{
+    wb_reg acc = {-1};
+    for (int i = 0; i < p->width; i++) {
+        int word, bit;
+        wb_plane_bit(p, step, reg, i, &word, &bit);
+        wb_reg x = shifted(d, words, word, bit - (at + i));
+        acc = acc.id < 0 ? emit3(d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(1, at + i)))
+                         : lop3(d, wb_r(x), wb_hex(mask_at(1, at + i)), wb_r(acc), 0xEA);
+    }
+    return acc;
+}
+
+/* The field of plane p for (step, reg), moved so the code's bits [off, off+width) sit at `at` in
+ * both halves (other bits unspecified: the caller masks; a split field's are clear). */
+static wb_reg field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
+{
+    int word, bit;
+    if (wb_plane_split(p, step, reg))
+        return split_field(d, words, p, step, reg, at);
+    wb_plane_field(p, step, reg, &word, &bit);
+    int shift = bit - at;
+    if (!shift)
+        return words[word];
+    return shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
+                     : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
+}
+
+/* OR the planes [first, last) of a code into `acc` (a register or the magic constant), each at its
+ * bit offset minus `base`. */
+static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, int last, int base, int step,
+                     int reg, wb_opnd acc)
+{
+    for (int p = first; p < last; p++) {
+        const wb_plane *pl = &cs->plane[p];
+        int at = pl->offset - base;
+        wb_reg x = field(d, words, pl, step, reg, at);
+        acc = wb_r(lop3(d, wb_r(x), wb_hex(mask_at(pl->width, at)), acc, 0xEA)); /* (a & b) | c */
+    }
+    return (wb_reg){(int)acc.v};
+}
+
+/* Codes of one plane of 1, 2 or 4 bits: a field of a word, its pair's fields side by side (lifted
+ * codes); a 3-bit plane's fields are gathered like those of several planes. */
+static int lifted_plane(const wb_codes *cs) { return cs->nplanes == 1 && cs->plane[0].width != 3; }
 
 /* A one-plane integer code left `lift` bits up in the magic's mantissa: the shift already made for
  * its word that keeps it inside the mantissa, else none if it fits, else a new shift to bit 0. */
@@ -180,7 +200,7 @@ static wb_reg int_lifted(dq *d, const wb_reg *words, const wb_codes *cs, int ste
 static wb_reg int_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg, wb_reg nz)
 {
     wb_opnd magic = wb_hex(pair(d->magic));
-    if (cs->nplanes == 1)
+    if (lifted_plane(cs))
         return int_lifted(d, words, cs, step, reg, nz);
     if (!(d->bf && cs->bits == 8))
         return fma2(d, gather(d, words, cs, 0, cs->nplanes, 0, step, reg, magic), konst(d, pair(d->bf ? 0x3F80 : 0x3C00)),
@@ -394,14 +414,14 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     else if (is_float)
         snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (%s), one fma by "
                  "2^(bias difference); %s", fmt->w.ebits, fmt->w.mbits, d.bf ? "bf16" : "f16",
-                 cs.nplanes == 1 ? "two shifted copies of each word, and, lop3" : "shl, lop3 select", scaling);
+                 lifted_plane(&cs) ? "two shifted copies of each word, and, lop3" : "shl, lop3 select", scaling);
     else
         snprintf(note, sizeof note, "dequant rule: %d-bit integer codes in %d plane(s) gathered by lop3 into %s "
                  "magic 0x%04X%s, fma subtracts magic+zero; %s", cs.bits, cs.nplanes, d.bf ? "bf16" : "f16",
-                 d.magic, cs.nplanes == 1 ? " (lifted: one shift per word, fma by 2^-lift)" : "", scaling);
+                 d.magic, lifted_plane(&cs) ? " (lifted: one shift per word, fma by 2^-lift)" : "", scaling);
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     wb_reg nzc = {-1};
-    if (!is_float && !is_table && cs.nplanes > 1 && fmt->zp != WB_ZP_INT) {
+    if (!is_float && !is_table && !lifted_plane(&cs) && fmt->zp != WB_ZP_INT) {
         int zconst = fmt->w.kind == WB_KIND_INT ? 1 << (fmt->w.bits - 1) : 0;
         /* -(magic + bias of signed codes), as bits: the magic's ulp is 1 */
         uint32_t negz = 0x8000 | (d.magic + (uint32_t)zconst);
@@ -417,7 +437,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
             wb_reg v = hw         ? e2m1_cvt_value(&d, words, &cs, step, reg)
                        : hw8      ? fp8_cvt_value(&d, words, &cs, step, reg)
                        : is_table ? table_value(&d, words, &cs, step, reg)
-                       : is_float && cs.nplanes == 1 ? float1_value(&d, words, &cs, step, reg)
+                       : is_float && lifted_plane(&cs) ? float1_value(&d, words, &cs, step, reg)
                        : is_float ? float_value(&d, words, &cs, step, reg)
                                   : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
             if (!scaled) {
@@ -481,10 +501,13 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
                 out[step * 4 + reg] = gather(&d, words, &cs, 0, cs.nplanes, 0, step, reg, wb_hex(0));
                 continue;
             }
-            int word, bit, base;
-            wb_plane_field(pl, step, reg, &word, &bit);
-            wb_plane_field(pl, step, reg & ~1, &word, &base); /* the even register's field: the shift */
-            wb_reg x = shifted(&d, words, word, base);
-            out[step * 4 + reg] = emit3(&d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(pl->width, bit - base)));
+            int word, bit, lift = wb_dequant_raw_lift(fmt, reg);
+            if (wb_plane_split(pl, step, reg)) {
+                out[step * 4 + reg] = field(&d, words, pl, step, reg, lift);
+                continue;
+            }
+            wb_plane_field(pl, step, reg, &word, &bit); /* the shift the pair's even register made, mostly */
+            wb_reg x = shifted(&d, words, word, bit - lift);
+            out[step * 4 + reg] = emit3(&d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(pl->width, lift)));
         }
 }
