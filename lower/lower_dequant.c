@@ -25,6 +25,10 @@
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
+ *  - raw integer codes (mma.sync, f16, no zero point record, the scale on the f32 product;
+ *    wb_lower_dequant_raw below): the code bits, masked or gathered, are already an exact f16
+ *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, a multiply
+ *    after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
  *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
  *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
@@ -90,34 +94,7 @@ static wb_reg fma2(dq *d, wb_reg a, wb_opnd b, wb_opnd c) { return fma2_as(d, d-
 
 static uint32_t pair(uint32_t h) { return h << 16 | h; }
 
-/* The field of plane p for (step, reg), moved so the code's bits [off, off+width) sit at `at` in
- * both halves (other bits unspecified: the caller masks). */
-static wb_reg field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
-{
-    int word, bit;
-    wb_plane_field(p, step, reg, &word, &bit);
-    int shift = bit - at;
-    if (!shift)
-        return words[word];
-    return shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
-                     : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
-}
-
 static uint32_t mask_at(int width, int at) { return pair(((1u << width) - 1) << at); }
-
-/* OR the planes [first, last) of a code into `acc` (a register or the magic constant), each at its
- * bit offset minus `base`. */
-static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, int last, int base, int step,
-                     int reg, wb_opnd acc)
-{
-    for (int p = first; p < last; p++) {
-        const wb_plane *pl = &cs->plane[p];
-        int at = pl->offset - base;
-        wb_reg x = field(d, words, pl, step, reg, at);
-        acc = wb_r(lop3(d, wb_r(x), wb_hex(mask_at(pl->width, at)), acc, 0xEA)); /* (a & b) | c */
-    }
-    return (wb_reg){(int)acc.v};
-}
 
 /* words[word] >> shift (<< -shift when negative), once per (word, shift) */
 static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
@@ -136,6 +113,53 @@ static wb_reg shifted(dq *d, const wb_reg *words, int word, int shift)
     }
     return r;
 }
+
+/* A split field (wb_plane_split), gathered bit by bit to `at`, clean: bit i from bit 15 of word i. */
+static wb_reg split_field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
+{
+    wb_reg acc = {-1};
+    for (int i = 0; i < p->width; i++) {
+        int word, bit;
+        wb_plane_bit(p, step, reg, i, &word, &bit);
+        wb_reg x = shifted(d, words, word, bit - (at + i));
+        acc = acc.id < 0 ? emit3(d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(1, at + i)))
+                         : lop3(d, wb_r(x), wb_hex(mask_at(1, at + i)), wb_r(acc), 0xEA);
+    }
+    return acc;
+}
+
+/* The field of plane p for (step, reg), moved so the code's bits [off, off+width) sit at `at` in
+ * both halves (other bits unspecified: the caller masks; a split field's are clear). */
+static wb_reg field(dq *d, const wb_reg *words, const wb_plane *p, int step, int reg, int at)
+{
+    int word, bit;
+    if (wb_plane_split(p, step, reg))
+        return split_field(d, words, p, step, reg, at);
+    wb_plane_field(p, step, reg, &word, &bit);
+    int shift = bit - at;
+    if (!shift)
+        return words[word];
+    return shift > 0 ? emit3(d, WB_OP_SHR, "u32", wb_r(words[word]), wb_imm(shift))
+                     : emit3(d, WB_OP_SHL, "b32", wb_r(words[word]), wb_imm(-shift));
+}
+
+/* OR the planes [first, last) of a code into `acc` (a register or the magic constant), each at its
+ * bit offset minus `base`. */
+static wb_reg gather(dq *d, const wb_reg *words, const wb_codes *cs, int first, int last, int base, int step,
+                     int reg, wb_opnd acc)
+{
+    for (int p = first; p < last; p++) {
+        const wb_plane *pl = &cs->plane[p];
+        int at = pl->offset - base;
+        wb_reg x = field(d, words, pl, step, reg, at);
+        acc = wb_r(lop3(d, wb_r(x), wb_hex(mask_at(pl->width, at)), acc, 0xEA)); /* (a & b) | c */
+    }
+    return (wb_reg){(int)acc.v};
+}
+
+/* Codes of one plane of 1, 2 or 4 bits: a field of a word, its pair's fields side by side (lifted
+ * codes); a 3-bit plane's fields are gathered like those of several planes. */
+static int lifted_plane(const wb_codes *cs) { return cs->nplanes == 1 && cs->plane[0].width != 3; }
 
 /* A one-plane integer code left `lift` bits up in the magic's mantissa: the shift already made for
  * its word that keeps it inside the mantissa, else none if it fits, else a new shift to bit 0. */
@@ -176,7 +200,7 @@ static wb_reg int_lifted(dq *d, const wb_reg *words, const wb_codes *cs, int ste
 static wb_reg int_value(dq *d, const wb_reg *words, const wb_codes *cs, int step, int reg, wb_reg nz)
 {
     wb_opnd magic = wb_hex(pair(d->magic));
-    if (cs->nplanes == 1)
+    if (lifted_plane(cs))
         return int_lifted(d, words, cs, step, reg, nz);
     if (!(d->bf && cs->bits == 8))
         return fma2(d, gather(d, words, cs, 0, cs->nplanes, 0, step, reg, magic), konst(d, pair(d->bf ? 0x3F80 : 0x3C00)),
@@ -390,14 +414,14 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     else if (is_float)
         snprintf(note, sizeof note, "dequant rule: small float e%dm%d -> %s by moving bits (%s), one fma by "
                  "2^(bias difference); %s", fmt->w.ebits, fmt->w.mbits, d.bf ? "bf16" : "f16",
-                 cs.nplanes == 1 ? "two shifted copies of each word, and, lop3" : "shl, lop3 select", scaling);
+                 lifted_plane(&cs) ? "two shifted copies of each word, and, lop3" : "shl, lop3 select", scaling);
     else
         snprintf(note, sizeof note, "dequant rule: %d-bit integer codes in %d plane(s) gathered by lop3 into %s "
                  "magic 0x%04X%s, fma subtracts magic+zero; %s", cs.bits, cs.nplanes, d.bf ? "bf16" : "f16",
-                 d.magic, cs.nplanes == 1 ? " (lifted: one shift per word, fma by 2^-lift)" : "", scaling);
+                 d.magic, lifted_plane(&cs) ? " (lifted: one shift per word, fma by 2^-lift)" : "", scaling);
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     wb_reg nzc = {-1};
-    if (!is_float && !is_table && cs.nplanes > 1 && fmt->zp != WB_ZP_INT) {
+    if (!is_float && !is_table && !lifted_plane(&cs) && fmt->zp != WB_ZP_INT) {
         int zconst = fmt->w.kind == WB_KIND_INT ? 1 << (fmt->w.bits - 1) : 0;
         /* -(magic + bias of signed codes), as bits: the magic's ulp is 1 */
         uint32_t negz = 0x8000 | (d.magic + (uint32_t)zconst);
@@ -413,7 +437,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
             wb_reg v = hw         ? e2m1_cvt_value(&d, words, &cs, step, reg)
                        : hw8      ? fp8_cvt_value(&d, words, &cs, step, reg)
                        : is_table ? table_value(&d, words, &cs, step, reg)
-                       : is_float && cs.nplanes == 1 ? float1_value(&d, words, &cs, step, reg)
+                       : is_float && lifted_plane(&cs) ? float1_value(&d, words, &cs, step, reg)
                        : is_float ? float_value(&d, words, &cs, step, reg)
                                   : int_value(&d, words, &cs, step, reg, fmt->zp == WB_ZP_INT ? rec[2 + row] : nzc);
             if (!scaled) {
@@ -426,28 +450,35 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     }
 }
 
-/* ---- the raw rule (mma.sync, f16, one-plane integer codes without a zero point record): the code's
- * bits alone, masked in place, are the f16 value u * 2^lift * 2^-24 (exponent field 0: a subnormal,
- * exact for any bits below 2^10), so a register costs one and (and a shift a pair) and no fma. Registers 0 and 2 (channel
- * gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`: the pair's fields sit side by side in a
- * word, so one shift serves both. The MMA of these values is sum u b * 2^(lift - 24); a second MMA
- * with the constant registers -zero * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
- * subtracts zero * sum b; the caller multiplies each f32 sum by 2^(24 - lift) of its row after K. */
+/* ---- the raw rule (mma.sync, f16, integer codes without a zero point record): the code's bits alone,
+ * with exponent field 0, are the f16 subnormal u * 2^(lift - 24), exact for any bits below 2^10, so a
+ * register needs no fma. One-plane codes (1, 2, 4 bits) are masked in place (one and): registers 0
+ * and 2 (channel gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`, for the pair's fields
+ * sit side by side in a word and one shift serves both. Codes of two or three planes are gathered at
+ * bit 0 by lop3 as the magic rule does, into 0 instead of the magic (lift 0). The MMA of these values
+ * is sum u b * 2^(lift - 24); a second MMA with the constant registers -bias * 2^(lift - 24)
+ * (wb_dequant_raw_zero; none for unsigned codes) subtracts bias * sum b; the caller multiplies each
+ * f32 sum by 2^(24 - lift) of its row after K.
+ * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
+ * is one here, so the GPU selftest of any raw kernel would fail at once if they were flushed. */
 int wb_dequant_raw(const wb_format *fmt)
+{
+    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE &&
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && fmt->w.bits <= 8;
+}
+
+int wb_dequant_raw_lift(const wb_format *fmt, int reg)
 {
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
-    return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE && cs.nplanes == 1 &&
-           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT);
+    return cs.nplanes == 1 && (reg & 1) ? fmt->w.bits : 0;
 }
-
-int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }
 
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
 {
     if (fmt->w.kind != WB_KIND_INT)
         return 0;
-    uint32_t z = 1u << (fmt->w.bits - 1 + wb_dequant_raw_lift(fmt, reg)); /* the bits of zero * 2^lift * 2^-24 */
+    uint32_t z = 1u << (fmt->w.bits - 1 + wb_dequant_raw_lift(fmt, reg)); /* the bits of bias * 2^lift * 2^-24 */
     return pair(0x8000 | z);
 }
 
@@ -457,17 +488,26 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
     const wb_plane *pl = &cs.plane[0];
-    char note[200];
-    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes, masked in place as f16 subnormals u * "
-             "2^(lift - 24) (lift 0 for channel gid, %d for gid + 8); no fma: %s",
-             fmt->w.bits, fmt->w.bits, fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the zero" : "no zero");
+    char note[240];
+    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24) (%s); "
+             "no fma: %s", fmt->w.bits,
+             cs.nplanes == 1 ? "masked in place: lift 0 for channel gid, the width for gid + 8"
+                             : "planes gathered by lop3 at bit 0",
+             fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the bias" : "no bias");
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     for (int step = 0; step < 4; step++)
         for (int reg = 0; reg < 4; reg++) {
-            int word, bit, base;
-            wb_plane_field(pl, step, reg, &word, &bit);
-            wb_plane_field(pl, step, reg & ~1, &word, &base); /* the even register's field: the shift */
-            wb_reg x = shifted(&d, words, word, base);
-            out[step * 4 + reg] = emit3(&d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(pl->width, bit - base)));
+            if (cs.nplanes > 1) {
+                out[step * 4 + reg] = gather(&d, words, &cs, 0, cs.nplanes, 0, step, reg, wb_hex(0));
+                continue;
+            }
+            int word, bit, lift = wb_dequant_raw_lift(fmt, reg);
+            if (wb_plane_split(pl, step, reg)) {
+                out[step * 4 + reg] = field(&d, words, pl, step, reg, lift);
+                continue;
+            }
+            wb_plane_field(pl, step, reg, &word, &bit); /* the shift the pair's even register made, mostly */
+            wb_reg x = shifted(&d, words, word, bit - lift);
+            out[step * 4 + reg] = emit3(&d, WB_OP_AND, "b32", wb_r(x), wb_hex(mask_at(pl->width, lift)));
         }
 }

@@ -11,7 +11,8 @@
 #   scripts/h200.sh tma                 the selftest of the kernels the ledger lacks, then the warp-specialized
 #                                       TMA pipeline beside the cp.async wgmma kernel (bench/ab_tma.sh) and,
 #                                       forced and not, beside torch at large M (W4A16, fp8, int8)
-#   BASE=DIR scripts/h200.sh ab          bench/ab_tma.sh, bench/ab_build.sh (this build's decode kernels beside
+#   BASE=DIR scripts/h200.sh ab          the selftest of the kernels the ledger lacks, bench/ab_tma.sh,
+#                                       bench/ab_build.sh (this build's decode kernels beside
 #                                       those of the source tree DIR, when set) and the weight types at M = 1
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
@@ -70,6 +71,9 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
   exit 0
 fi
 if [ "$mode" = ab ]; then # the TMA pipeline beside cp.async, this build's decode kernels beside $BASE's, the types at M = 1
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv" # first the kernels the ledger lacks
+  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
   OUT=$OUT step 150 bash bench/ab_tma.sh
   [ -n "${BASE:-}" ] && OUT=$OUT BASE=$BASE step 240 bash bench/ab_build.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
