@@ -44,6 +44,7 @@ typedef struct lw {
     int raw;                           /* the raw dequant rule (wb_dequant_raw): lifted codes, the zero by
                                           a second MMA, sums times 2^(24 - lift) after K */
     wb_reg raw_zero[4];                /* raw, signed codes: the A registers of that second MMA */
+    wb_reg *pend;                      /* mma_scaled: a slice's product that the next slice of its group adds to */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */

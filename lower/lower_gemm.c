@@ -816,16 +816,31 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         }
 }
 
-/* The raw rule's second MMA: d += z x b, z the constant registers -zero * 2^(lift - 24) */
-static void mma_zero(lw *L, wb_reg *d, const wb_reg *x, int half, int k16)
+/* The raw rule's second MMA (signed codes) over steps [first, end): d += z x b, z the constant registers
+ * -bias * 2^(lift - 24), d starting from `zero` when it is a register. */
+static void mma_bias_steps(lw *L, wb_reg *d, const wb_reg *b, wb_reg zero, int first, int end)
 {
+    int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
     const wb_reg *z = L->raw_zero;
-    if (k16)
-        wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(z[0]), wb_r(z[1]),
-                wb_r(z[2]), wb_r(z[3]), wb_r(x[0]), wb_r(x[1]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]));
-    else
-        wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(z[half * 2]),
-                wb_r(z[half * 2 + 1]), wb_r(x[half]), wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]));
+    for (int step = first; step < end; step++)
+        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
+            wb_reg *q = &d[mt * 4];
+            const wb_reg *x = &b[(mt * 4 + step) * 2];
+            for (int half = 0; half < 2 - k16; half++) {
+                wb_reg in = zero.id >= 0 && step == first && half == 0 ? zero : (wb_reg){-1};
+                wb_reg c[4] = {q[0], q[1], q[2], q[3]};
+                for (int i = 0; i < 4 && in.id >= 0; i++)
+                    c[i] = in;
+                if (k16)
+                    wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]), wb_r(z[0]),
+                            wb_r(z[1]), wb_r(z[2]), wb_r(z[3]), wb_r(x[0]), wb_r(x[1]), wb_r(c[0]), wb_r(c[1]),
+                            wb_r(c[2]), wb_r(c[3]));
+                else
+                    wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]),
+                            wb_r(z[half * 2]), wb_r(z[half * 2 + 1]), wb_r(x[half]), wb_r(c[0]), wb_r(c[1]),
+                            wb_r(c[2]), wb_r(c[3]));
+            }
+        }
 }
 
 /* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
@@ -850,8 +865,6 @@ static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_
                     wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
                             wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(in[0]), wb_r(in[1]),
                             wb_r(in[2]), wb_r(in[3]));
-                if (L->raw && L->fmt->w.kind == WB_KIND_INT) /* the raw rule's zero: d += -zero * 2^(lift - 24) x b */
-                    mma_zero(L, d, x, half, k16);
             }
         }
     }
@@ -910,18 +923,33 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
     int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
-    wb_reg *p = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *p);
+    int bias = L->raw && L->fmt->w.kind == WB_KIND_INT; /* the raw rule's bias MMAs, into their own tile q */
+    /* Slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
+     * (and per channel): the pair's products go into one f32 tile (and one q), scaled once. */
+    int paired = gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
+    int cont = paired && !first; /* adding to the previous slice's tiles */
+    wb_reg *p = cont ? L->pend : wb_arena_alloc(L->f->arena, (size_t)nacc * 2 * sizeof *p), *q = p + nacc;
     if (!c || !a || !b || !s || !p) {
         L->f->oom |= !p;
         return;
     }
-    wb_reg zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f));
+    wb_reg zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f)), none = {-1};
     for (int gi = 0; gi < gpc; gi++) {
-        for (int i = 0; i < nacc; i++)
+        for (int i = 0; i < 2 * nacc && !cont; i++)
             p[i] = wb_new_reg(L->f, WB_RC_F32);
-        mma_steps_in(L, p, a, b, zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
-        for (int i = 0; i < nacc; i++)
-            wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(p[i]), wb_r(s[gi * 4 + ((i & 3) >> 1)]), wb_r(c[i]));
+        mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+        if (bias)
+            mma_bias_steps(L, q, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+        if (first) {
+            L->pend = p;
+            continue;
+        }
+        for (int i = 0; i < nacc; i++) {
+            wb_reg sum = p[i];
+            if (bias)
+                sum = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(p[i]), wb_r(q[i]));
+            wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(sum), wb_r(s[gi * 4 + ((i & 3) >> 1)]), wb_r(c[i]));
+        }
     }
 }
 
@@ -1095,7 +1123,10 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
         L.raw |= k->ops[i].op == WB_TOP_DEQUANT && k->ops[i].unscaled;
     }
-    L.raw = L.raw && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs && wb_dequant_raw(&k->fmt);
+    /* the raw rule at one token tile, where its bias MMAs are as many as the weights' own (with more
+     * tiles they would outnumber the fma they save) */
+    L.raw = L.raw && k->cfg.m_tiles == 1 && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs &&
+            wb_dequant_raw(&k->fmt);
     lower_setup(&L);
 
     int body = -1; /* pp: the first op of the loop body, lowered a second time for the second half */
