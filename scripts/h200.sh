@@ -72,7 +72,7 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
 fi
 if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the types at M = 1, the TMA pipeline at M = 16384
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv" # first the kernels the ledger lacks
-  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  { time step 260 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
   [ -n "${BASE:-}" ] && OUT=$OUT BASE=$BASE step 200 bash bench/ab_build.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
