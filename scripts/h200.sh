@@ -11,9 +11,9 @@
 #   scripts/h200.sh tma                 the selftest of the kernels the ledger lacks, then the warp-specialized
 #                                       TMA pipeline beside the cp.async wgmma kernel (bench/ab_tma.sh) and,
 #                                       forced and not, beside torch at large M (W4A16, fp8, int8)
-#   BASE=DIR scripts/h200.sh ab          the selftest of the kernels the ledger lacks, bench/ab_tma.sh,
-#                                       bench/ab_build.sh (this build's decode kernels beside
-#                                       those of the source tree DIR, when set) and the weight types at M = 1
+#   BASE=DIR scripts/h200.sh ab          the selftest of the kernels the ledger lacks, bench/ab_build.sh
+#                                       (this build's decode kernels beside those of the source tree DIR,
+#                                       when set), the weight types at M = 1, bench/ab_tma.sh at M = 16384
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -70,16 +70,16 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
   done
   exit 0
 fi
-if [ "$mode" = ab ]; then # the TMA pipeline beside cp.async, this build's decode kernels beside $BASE's, the types at M = 1
+if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the types at M = 1, the TMA pipeline at M = 16384
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv" # first the kernels the ledger lacks
-  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  { time step 260 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
-  OUT=$OUT step 150 bash bench/ab_tma.sh
-  [ -n "${BASE:-}" ] && OUT=$OUT BASE=$BASE step 240 bash bench/ab_build.sh
+  [ -n "${BASE:-}" ] && OUT=$OUT BASE=$BASE step 200 bash bench/ab_build.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
-  PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192,28672x4096 \
+  PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192 \
     --m 1 --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
+  OUT=$OUT MS=16384 step 100 bash bench/ab_tma.sh
   exit 0
 fi
 if [ "$mode" = tma ]; then
