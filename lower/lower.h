@@ -42,11 +42,12 @@ const char *wb_quant_global_entry(void);
  * cheaper exact rule (the hardware e2m1 conversion). */
 void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[4], int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16]);
-/* The raw rule (lower_dequant.c): integer codes without a zero point record, into f16 for mma.sync;
- * wb_dequant_raw says whether it applies. The 16 registers hold u * 2^(lift - 24) exactly (lift:
- * wb_dequant_raw_lift of the register, 0 or a one-plane code's width); the caller adds the MMA of the
- * constant registers wb_dequant_raw_zero(reg) (0: none, unsigned codes) on the same activations and
- * multiplies each f32 sum by 2^(24 - lift) of its row (registers 0 and 2: gid, 1 and 3: gid + 8). */
+/* The raw rule (lower_dequant.c): one-plane integer codes without a zero point record (3-bit ones: where
+ * it measured faster), into f16 for mma.sync; wb_dequant_raw says whether it applies. The 16 registers
+ * hold u * 2^(lift - 24) exactly (lift: wb_dequant_raw_lift of the register, 0 or the code width);
+ * the caller adds the MMA of the constant registers wb_dequant_raw_zero(reg) (0: none, unsigned codes)
+ * on the same activations and multiplies each f32 sum by 2^(24 - lift) of its row (registers 0 and 2:
+ * gid, 1 and 3: gid + 8). */
 int wb_dequant_raw(const wb_format *fmt);
 int wb_dequant_raw_lift(const wb_format *fmt, int reg);
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg);

@@ -25,8 +25,8 @@
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
- *  - raw integer codes (mma.sync, f16, no zero point record, the scale on the f32 product;
- *    wb_lower_dequant_raw below): the code bits, masked or gathered, are already an exact f16
+ *  - raw integer codes (mma.sync, f16, 3-bit codes without a zero point record, the scale on the
+ *    f32 product; wb_lower_dequant_raw below): the masked code bits are already an exact f16
  *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, a multiply
  *    after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
@@ -450,29 +450,27 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
     }
 }
 
-/* ---- the raw rule (mma.sync, f16, integer codes without a zero point record): the code's bits alone,
- * with exponent field 0, are the f16 subnormal u * 2^(lift - 24), exact for any bits below 2^10, so a
- * register needs no fma. One-plane codes (1, 2, 4 bits) are masked in place (one and): registers 0
- * and 2 (channel gid) keep lift 0, registers 1 and 3 (gid + 8) lift `width`, for the pair's fields
- * sit side by side in a word and one shift serves both. Codes of two or three planes are gathered at
- * bit 0 by lop3 as the magic rule does, into 0 instead of the magic (lift 0). The MMA of these values
- * is sum u b * 2^(lift - 24); a second MMA with the constant registers -bias * 2^(lift - 24)
- * (wb_dequant_raw_zero; none for unsigned codes) subtracts bias * sum b; the caller multiplies each
- * f32 sum by 2^(24 - lift) of its row after K.
+/* ---- the raw rule (mma.sync, f16, integer codes of one plane without a zero point record): the code's
+ * bits alone, with exponent field 0, are the f16 subnormal u * 2^(lift - 24), exact for any bits below
+ * 2^10, so a register needs no fma: it is masked in place (one and). Registers 0 and 2 (channel gid)
+ * keep lift 0, registers 1 and 3 (gid + 8) lift `width`, for the pair's fields sit side by side in a
+ * word (in a 3-bit plane, but for its last two couples) and one shift serves both; the 3-bit plane's
+ * split field is gathered at its lift. The MMA of these values is sum u b * 2^(lift - 24); a second
+ * MMA with the constant registers -bias * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
+ * subtracts bias * sum b; the caller multiplies each f32 sum by 2^(24 - lift) of its row after K.
  * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
- * is one here, so the GPU selftest of any raw kernel would fail at once if they were flushed. */
+ * is one here, so the GPU selftest of any raw kernel fails at once if they are flushed (an H100 took
+ * them, 2026-12-06). */
 int wb_dequant_raw(const wb_format *fmt)
 {
+    /* Measured on an H100 at M = 1 (docs/perf.md): int3 with the raw rule ran 1.26-1.34x faster than
+     * with the magic rule (its first two-plane layout); int2 and int4 ran 3-4% slower, their bias MMAs
+     * costing more than the fmas they save. So 3-bit codes only, until the others measure faster. */
     return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE &&
-           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && fmt->w.bits <= 8;
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && fmt->w.bits == 3;
 }
 
-int wb_dequant_raw_lift(const wb_format *fmt, int reg)
-{
-    wb_codes cs;
-    wb_codes_get(fmt->w.bits, &cs);
-    return cs.nplanes == 1 && (reg & 1) ? fmt->w.bits : 0;
-}
+int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }
 
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
 {
@@ -489,18 +487,12 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
     wb_codes_get(fmt->w.bits, &cs);
     const wb_plane *pl = &cs.plane[0];
     char note[240];
-    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24) (%s); "
-             "no fma: %s", fmt->w.bits,
-             cs.nplanes == 1 ? "masked in place: lift 0 for channel gid, the width for gid + 8"
-                             : "planes gathered by lop3 at bit 0",
+    snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24), masked "
+             "in place (lift 0 for channel gid, %d for gid + 8); no fma: %s", fmt->w.bits, fmt->w.bits,
              fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the bias" : "no bias");
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     for (int step = 0; step < 4; step++)
         for (int reg = 0; reg < 4; reg++) {
-            if (cs.nplanes > 1) {
-                out[step * 4 + reg] = gather(&d, words, &cs, 0, cs.nplanes, 0, step, reg, wb_hex(0));
-                continue;
-            }
             int word, bit, lift = wb_dequant_raw_lift(fmt, reg);
             if (wb_plane_split(pl, step, reg)) {
                 out[step * 4 + reg] = field(&d, words, pl, step, reg, lift);

@@ -924,9 +924,9 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
     int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
     int bias = L->raw && L->fmt->w.kind == WB_KIND_INT; /* the raw rule's bias MMAs, into their own tile q */
-    /* Slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
-     * (and per channel): the pair's products go into one f32 tile (and one q), scaled once. */
-    int paired = gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
+    /* Raw: slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
+     * (and per channel): the pair's products go into one f32 tile and one q, summed and scaled once. */
+    int paired = L->raw && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
     int cont = paired && !first; /* adding to the previous slice's tiles */
     wb_reg *p = cont ? L->pend : wb_arena_alloc(L->f->arena, (size_t)nacc * 2 * sizeof *p), *q = p + nacc;
     if (!c || !a || !b || !s || !p) {
@@ -935,7 +935,7 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     }
     wb_reg zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f)), none = {-1};
     for (int gi = 0; gi < gpc; gi++) {
-        for (int i = 0; i < 2 * nacc && !cont; i++)
+        for (int i = 0; i < (bias ? 2 : 1) * nacc && !cont; i++)
             p[i] = wb_new_reg(L->f, WB_RC_F32);
         mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (bias)
@@ -1123,8 +1123,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.scale_f32 |= k->ops[i].op == WB_TOP_MMA_SCALED;
         L.raw |= k->ops[i].op == WB_TOP_DEQUANT && k->ops[i].unscaled;
     }
-    /* the raw rule at one token tile, where its bias MMAs are as many as the weights' own (with more
-     * tiles they would outnumber the fma they save) */
+    /* the raw rule at one token tile (its bias MMAs are as many as the weights' own there) */
     L.raw = L.raw && k->cfg.m_tiles == 1 && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs &&
             wb_dequant_raw(&k->fmt);
     lower_setup(&L);

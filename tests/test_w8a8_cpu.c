@@ -2483,14 +2483,19 @@ START_TEST(a16_kernel_k_slices)
         /* groups of 32 at one m-tile: one f32 product per group (mma_scaled), zero points per group */
         {"a=f16,w=uint4,ws=f16,g=32,zp=int", WB_ARCH_SM80, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 2}},
         {"a=f16,w=int4,ws=bf16,g=32,out=f16", WB_ARCH_SM90A, 1, 64, 2048, {0}},
-        /* the raw rule (f16, integer codes, no zero record): unsigned codes (no second MMA),
-         * 1-bit codes (a shift a pair), per channel, m16n8k8 (sm_75) */
+        /* codes the raw rule once took and the magic rule has again: unsigned, 1-bit, per channel,
+         * m16n8k8 (sm_75) */
         {"a=f16,w=uint2,ws=f16,g=64", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
         {"a=f16,w=int1,ws=f16,g=128,bias=1", WB_ARCH_SM86, 3, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
         {"a=f16,w=int4,ws=f16,g=0", WB_ARCH_SM80, 11, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         {"a=f16,w=int2,ws=f16,g=128", WB_ARCH_SM75, 2, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
-        /* codes of two and three planes, gathered at bit 0 */
+        /* the raw rule (f16, 3-bit codes, no zero record, one token tile): slices paired in groups of
+         * 128 and per channel, the bias MMA (signed), none (unsigned), m16n8k8 (sm_75), groups of 64 */
         {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
+        {"a=f16,w=uint3,ws=f32,g=0,bias=1", WB_ARCH_SM80, 5, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},
+        {"a=f16,w=int3,ws=f16,g=64", WB_ARCH_SM75, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
+        /* codes of two and three planes, and 3-bit codes at two token tiles (the magic rule) */
+        {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM86, 13, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         {"a=f16,w=uint6,ws=f16,g=64", WB_ARCH_SM80, 5, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},
         {"a=f16,w=int8,ws=f32,g=0", WB_ARCH_SM89, 9, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         /* the most copies a thread makes: 64 tokens x 2 slices x 8 pieces of activations over 32 threads */
