@@ -18,35 +18,41 @@
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide); JSON lines in
-#                                       $OUT/sweep-PART.tar.gz
-# Every step writes straight into $OUT, line-buffered and under its own time limit, so a call cut
-# short by the device's limit still brings back what finished.
+#                                       $OUT/logs.tar.gz
+# Every step writes straight into $LOGS, line-buffered and under its own time limit.
 set -uo pipefail
 mode=${1:-validate}
 quick=${2:-}
 OUT=${OUT:-/tmp/warble-out}
-mkdir -p "$OUT"
+# The device brings back at most 8 files of $OUT: the ledger, the selftest log and gpu.txt go there,
+# everything else into $LOGS, packed into $OUT/logs.tar.gz after every step (so a call cut short by
+# its time limit still brings back what finished).
+LOGS=${LOGS:-/tmp/warble-logs}
+mkdir -p "$OUT" "$LOGS"
 cd "$(dirname "$0")/.."
-step() { local limit=$1; shift; timeout "$limit" stdbuf -oL -eL "$@"; }
+RESULTS=$OUT # (steps run sub-scripts with OUT=$LOGS)
+pack() { tar -czf "$RESULTS/logs.tar.gz" -C "$LOGS" . 2>/dev/null; }
+step() { local limit=$1 rc; shift; timeout "$limit" stdbuf -oL -eL "$@"; rc=$?; pack; return $rc; }
+trap pack EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j16 all >"$LOGS/build.log" 2>&1 || { tail -30 "$LOGS/build.log"; exit 1; }
 if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   part=${quick:-m1}
-  mkdir -p "$OUT/$part"
+  mkdir -p "$LOGS/$part"
   case $part in
-  m1) OUT=$OUT/$part step 500 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
+  m1) OUT=$LOGS/$part step 500 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m 1 --mma mma.sync --m-tiles 1" ;;
-  m16) OUT=$OUT/$part step 500 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
+  m16) OUT=$LOGS/$part step 500 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m 16 --mma mma.sync --m-tiles 2" ;;
-  formats) OUT=$OUT/$part step 500 bench/decode_sweep.sh \
+  formats) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32;mxfp4" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1 --warps-n 2" ;;
-  wide) OUT=$OUT/$part step 500 bench/decode_sweep.sh \
+  wide) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int5,g=128;a=f16,w=int6,g=128;a=f16,w=e2m1,ws=e8m0,g=32" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1" ;;
   *) echo "sweep part: m1, m16, formats or wide"; exit 2 ;;
-  esac | tee "$OUT/sweep-$part.md"
-  tar -czf "$OUT/sweep-$part.tar.gz" -C "$OUT" "$part" && rm -rf "${OUT:?}/$part"
+  esac | tee "$LOGS/sweep-$part.md"
+  pack
   exit 0
 fi
 if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suite at M = 1, 16 and the weight types
@@ -55,18 +61,18 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
     { time step 240 build/warble selftest --m 1,16 --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
     echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
   fi
-  OUT=$OUT step 200 bash bench/ab_picks.sh
+  OUT=$LOGS step 200 bash bench/ab_picks.sh
   PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --copy-ceiling \
-    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 ||
-    tail -20 "$OUT/bench.log"
+    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/bench.jsonl" >"$LOGS/bench.log" 2>&1 ||
+    tail -20 "$LOGS/bench.log"
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
   PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1 \
-    --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
+    --spec "$formats" --out "$LOGS/formats.jsonl" >"$LOGS/formats.log" 2>&1 || tail -20 "$LOGS/formats.log"
   for m in 1 16; do # where the decode kernel's warps wait (hardware counters, where the machine reads them)
     step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SchedulerStats \
       --section WarpStateStats --section SpeedOfLight --section Occupancy \
-      build/warble bench w4a16 --m $m --n 8192 --k 8192 >"$OUT/ncu-m$m.txt" 2>&1 || echo "ncu m=$m: exit $?"
+      build/warble bench w4a16 --m $m --n 8192 --k 8192 >"$LOGS/ncu-m$m.txt" 2>&1 || echo "ncu m=$m: exit $?"
   done
   exit 0
 fi
@@ -74,26 +80,26 @@ if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the type
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv" # first the kernels the ledger lacks
   { time step 260 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
-  [ -n "${BASE:-}" ] && OUT=$OUT BASE=$BASE step 200 bash bench/ab_build.sh
+  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 200 bash bench/ab_build.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
   PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192 \
-    --m 1 --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
-  OUT=$OUT MS=16384 step 100 bash bench/ab_tma.sh
+    --m 1 --spec "$formats" --out "$LOGS/formats.jsonl" >"$LOGS/formats.log" 2>&1 || tail -20 "$LOGS/formats.log"
+  OUT=$LOGS MS=16384 step 100 bash bench/ab_tma.sh
   exit 0
 fi
 if [ "$mode" = tma ]; then
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 240 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
-  OUT=$OUT step 200 bash bench/ab_tma.sh
+  OUT=$LOGS step 200 bash bench/ab_tma.sh
   for load in auto tma; do
     torch=(); [ $load = tma ] && torch=(--no-torch)
     for sp in "w4a16 f16" "fp8 fp8" "int8 int8"; do
       read -r spec peer <<<"$sp"
       PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load $load \
-        "${torch[@]}" --shapes 8192x8192 --m 256,4096,16384 --out "$OUT/peers.jsonl" >>"$OUT/peers.log" 2>&1 ||
-        tail -5 "$OUT/peers.log"
+        "${torch[@]}" --shapes 8192x8192 --m 256,4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 ||
+        tail -5 "$LOGS/peers.log"
     done
   done
   exit 0
@@ -110,42 +116,43 @@ if [ "$mode" = validate ]; then
   grep -E "^FAIL" "$OUT/selftest.log" | head -20
   tail -6 "$OUT/selftest.log"
   { step 30 build/examples/embed_gemm 7 256 512; step 30 build/examples/embed_gemm 1 4096 4096
-    step 30 build/examples/new_format; } 2>&1 | tee "$OUT/examples.log" | grep -v "^sm_90a PTX"
+    step 30 build/examples/new_format; } 2>&1 | tee "$LOGS/examples.log" | grep -v "^sm_90a PTX"
   if command -v compute-sanitizer >/dev/null; then
-    step 60 compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$OUT/sanitizer.log" 2>&1
-    echo "compute-sanitizer exit $? ($(tail -1 "$OUT/sanitizer.log"))"
+    step 60 compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$LOGS/sanitizer.log" 2>&1
+    echo "compute-sanitizer exit $? ($(tail -1 "$LOGS/sanitizer.log"))"
   fi
-  step 60 python3 tests/gpu/run_contract.py --warble build/warble >"$OUT/run_contract.log" 2>&1
-  tail -1 "$OUT/run_contract.log"
-  step 120 bash scripts/quant_check.sh >"$OUT/quant_check.log" 2>&1  # the GPU quantizer through the CLI
-  tail -1 "$OUT/quant_check.log"
-  step 30 python3 tests/gpu/cvt_fp8_probe.py 2>&1 | tee "$OUT/cvt_fp8_probe.txt"
+  step 60 python3 tests/gpu/run_contract.py --warble build/warble >"$LOGS/run_contract.log" 2>&1
+  tail -1 "$LOGS/run_contract.log"
+  step 120 bash scripts/quant_check.sh >"$LOGS/quant_check.log" 2>&1  # the GPU quantizer through the CLI
+  tail -1 "$LOGS/quant_check.log"
+  step 30 python3 tests/gpu/cvt_fp8_probe.py 2>&1 | tee "$LOGS/cvt_fp8_probe.txt"
   exit 0
 fi
 # bench: the suite of BENCH.md for W4A16 beside torch f16, then every weight type at decode sizes
 PYTHONUNBUFFERED=1 step 300 python3 bench/warble_peers.py --copy-ceiling \
   --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16,64,256,1024,4096,16384 \
-  --out "$OUT/bench.jsonl" >"$OUT/bench.log" 2>&1 || tail -20 "$OUT/bench.log"
+  --out "$LOGS/bench.jsonl" >"$LOGS/bench.log" 2>&1 || tail -20 "$LOGS/bench.log"
 formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
 formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
 PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --no-torch --shapes 8192x8192,28672x4096 --m 1,16 \
-  --spec "$formats" --out "$OUT/formats.jsonl" >"$OUT/formats.log" 2>&1 || tail -20 "$OUT/formats.log"
+  --spec "$formats" --out "$LOGS/formats.jsonl" >"$LOGS/formats.log" 2>&1 || tail -20 "$LOGS/formats.log"
 # W8A8 (issue 5): warble's int8 beside torch._int_mm, its fp8 beside torch._scaled_mm, at the bars' sizes
 for peer in int8 fp8; do
   PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec $peer --peer $peer --shapes 8192x8192 \
-    --m 1,16,256,4096,16384 --out "$OUT/$peer.jsonl" >"$OUT/$peer.log" 2>&1 || tail -20 "$OUT/$peer.log"
+    --m 1,16,256,4096,16384 --out "$LOGS/$peer.jsonl" >"$LOGS/$peer.log" 2>&1 || tail -20 "$LOGS/$peer.log"
 done
 # W4A8 (s8 x int4 per channel) beside torch._int_mm
 PYTHONUNBUFFERED=1 step 120 python3 bench/warble_peers.py --spec a=s8,w=int4,ws=f32,g=0 --peer int8 \
-  --shapes 8192x8192 --m 1,16,256,4096,16384 --out "$OUT/w4a8.jsonl" >"$OUT/w4a8.log" 2>&1 || tail -20 "$OUT/w4a8.log"
+  --shapes 8192x8192 --m 1,16,256,4096,16384 --out "$LOGS/w4a8.jsonl" >"$LOGS/w4a8.log" 2>&1 || tail -20 "$LOGS/w4a8.log"
 # W4A8 with e4m3 activations (int4 widened to e4m3 on the fp8 MMA; issue 5's bar: >= 1.0x warble's fp8 W8A8
 # at M = 16384, >= 1.8x at M <= 16), per channel and in groups of 128, beside fp8 and torch._scaled_mm
 PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --spec "a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" --peer fp8 \
-  --shapes 8192x8192 --m 1,16,256,4096,16384 --out "$OUT/w4a8-fp8.jsonl" >"$OUT/w4a8-fp8.log" 2>&1 ||
-  tail -20 "$OUT/w4a8-fp8.log"
+  --shapes 8192x8192 --m 1,16,256,4096,16384 --out "$LOGS/w4a8-fp8.jsonl" >"$LOGS/w4a8-fp8.log" 2>&1 ||
+  tail -20 "$LOGS/w4a8-fp8.log"
 # host dispatch of wb_layer_gemm (issue 4: at most 5 us a call), decode and large M
-step 60 build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$OUT/dispatch.jsonl" 2>&1 ||
-  tail -5 "$OUT/dispatch.jsonl"
-python3 bench/report.py "$OUT/bench.jsonl" | tee "$OUT/bench.md"
-python3 bench/report.py "$OUT/formats.jsonl" | tee "$OUT/formats.md"
-python3 -c "import matplotlib" 2>/dev/null && python3 bench/plot.py "$OUT/bench.jsonl" "$OUT"
+step 60 build/warble bench w4a16 --m 1,4096 --n 8192 --k 8192 --dispatch --json >"$LOGS/dispatch.jsonl" 2>&1 ||
+  tail -5 "$LOGS/dispatch.jsonl"
+python3 bench/report.py "$LOGS/bench.jsonl" | tee "$LOGS/bench.md"
+python3 bench/report.py "$LOGS/formats.jsonl" | tee "$LOGS/formats.md"
+python3 -c "import matplotlib" 2>/dev/null && python3 bench/plot.py "$LOGS/bench.jsonl" "$LOGS"
+pack
