@@ -48,8 +48,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
 {
     /* The warp-specialized TMA pipeline (lower_tma.c) for W8A8 with per-channel and per-token scales above
      * M = 64: on an H100 (docs/perf.md, 2026-12-05) int8 ran 8-12% faster on it at M = 256 to 16384,
-     * W4A8 (e4m3 x int4) 5% and fp8 0-5%; grouped W8A8 was not measured there, and 16-bit activations
-     * ran 11% slower, so they keep cp.async. Decode (M <= 64) splits K, which it does not. */
+     * W4A8 (e4m3 x int4) 5% and fp8 0-5%, and with its blocks rastered and one lane issuing the copies
+     * (2026-12-06, M = 16384) int8 16% and fp8 22%. Grouped W8A8 was not measured; 16-bit activations
+     * ran 11% slower on it, then 6% faster at M = 16384 alone, so they keep cp.async until more sizes
+     * are measured. Decode (M <= 64) splits K, which it does not. */
     int tma_w8a8 = wb_format_w8a8(f) && !f->g && !f->ag && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 &&
                    c->k_slices <= 1;
     if (!c->load)

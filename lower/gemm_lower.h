@@ -43,7 +43,7 @@ typedef struct lw {
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int raw;                           /* the raw dequant rule (wb_dequant_raw): lifted codes, the zero by
                                           a second MMA, sums times 2^(24 - lift) after K */
-    wb_reg raw_zero[4];                /* raw, signed codes: the A registers of that second MMA */
+    wb_reg raw_zero[16];               /* raw, signed codes: the A registers of that second MMA, as a slice's */
     wb_reg *pend;                      /* mma_scaled: a slice's product that the next slice of its group adds to */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */

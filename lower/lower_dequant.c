@@ -495,7 +495,7 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
         for (int reg = 0; reg < 4; reg++) {
             int word, bit, lift = wb_dequant_raw_lift(fmt, reg);
             if (wb_plane_split(pl, step, reg)) {
-                out[step * 4 + reg] = field(&d, words, pl, step, reg, lift);
+                out[step * 4 + reg] = split_field(&d, words, pl, step, reg, lift);
                 continue;
             }
             wb_plane_field(pl, step, reg, &word, &bit); /* the shift the pair's even register made, mostly */

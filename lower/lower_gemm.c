@@ -97,8 +97,8 @@ static void lower_setup(lw *L)
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
     if (L->wg)
         wb_wgmma_setup(L);
-    for (int r = 0; r < 4 && L->raw; r++)
-        L->raw_zero[r] = r < 2 ? mov(L, "b32", WB_RC_B32, wb_hex(wb_dequant_raw_zero(L->fmt, r))) : L->raw_zero[r - 2];
+    for (int i = 0; i < 16 && L->raw; i++) /* step * 4 + reg, as the weights' registers: two constants */
+        L->raw_zero[i] = i < 2 ? mov(L, "b32", WB_RC_B32, wb_hex(wb_dequant_raw_zero(L->fmt, i))) : L->raw_zero[i & 1];
 }
 
 /* ---- global -> shared copies of one stage
@@ -816,33 +816,6 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         }
 }
 
-/* The raw rule's second MMA (signed codes) over steps [first, end): d += z x b, z the constant registers
- * -bias * 2^(lift - 24), d starting from `zero` when it is a register. */
-static void mma_bias_steps(lw *L, wb_reg *d, const wb_reg *b, wb_reg zero, int first, int end)
-{
-    int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
-    const wb_reg *z = L->raw_zero;
-    for (int step = first; step < end; step++)
-        for (int mt = 0; mt < L->cfg->m_tiles; mt++) {
-            wb_reg *q = &d[mt * 4];
-            const wb_reg *x = &b[(mt * 4 + step) * 2];
-            for (int half = 0; half < 2 - k16; half++) {
-                wb_reg in = zero.id >= 0 && step == first && half == 0 ? zero : (wb_reg){-1};
-                wb_reg c[4] = {q[0], q[1], q[2], q[3]};
-                for (int i = 0; i < 4 && in.id >= 0; i++)
-                    c[i] = in;
-                if (k16)
-                    wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]), wb_r(z[0]),
-                            wb_r(z[1]), wb_r(z[2]), wb_r(z[3]), wb_r(x[0]), wb_r(x[1]), wb_r(c[0]), wb_r(c[1]),
-                            wb_r(c[2]), wb_r(c[3]));
-                else
-                    wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]),
-                            wb_r(z[half * 2]), wb_r(z[half * 2 + 1]), wb_r(x[half]), wb_r(c[0]), wb_r(c[1]),
-                            wb_r(c[2]), wb_r(c[3]));
-            }
-        }
-}
-
 /* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
  * it is a register. */
 static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero, int first, int end)
@@ -923,7 +896,8 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
     int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
-    int bias = L->raw && L->fmt->w.kind == WB_KIND_INT; /* the raw rule's bias MMAs, into their own tile q */
+    /* the raw rule's bias MMAs (A: the constant registers raw_zero), into their own tile q */
+    int bias = L->raw && L->fmt->w.kind == WB_KIND_INT;
     /* Raw: slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
      * (and per channel): the pair's products go into one f32 tile and one q, summed and scaled once. */
     int paired = L->raw && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
@@ -939,7 +913,7 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
             p[i] = wb_new_reg(L->f, WB_RC_F32);
         mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (bias)
-            mma_bias_steps(L, q, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+            mma_steps_in(L, q, L->raw_zero, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (first) {
             L->pend = p;
             continue;

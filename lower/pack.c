@@ -83,12 +83,19 @@ static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint
             code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             uint32_t u = (uint32_t)(code ^ sign);
             uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
-            for (int p = 0; p < cs.nplanes; p++)
-                for (int i = 0; i < cs.plane[p].width; i++) {
-                    int word, bit;
-                    wb_plane_bit(&cs.plane[p], step, reg, i, &word, &bit);
-                    lw[word] |= (u >> (cs.plane[p].offset + i) & 1) << (bit + 16 * half);
+            for (int p = 0; p < cs.nplanes; p++) {
+                const wb_plane *pl = &cs.plane[p];
+                int word, bit;
+                if (wb_plane_split(pl, step, reg)) { /* bit by bit */
+                    for (int i = 0; i < pl->width; i++) {
+                        wb_plane_bit(pl, step, reg, i, &word, &bit);
+                        lw[word] |= (u >> (pl->offset + i) & 1) << (bit + 16 * half);
+                    }
+                    continue;
                 }
+                wb_plane_field(pl, step, reg, &word, &bit);
+                lw[word] |= (u >> pl->offset & ((1u << pl->width) - 1)) << (bit + 16 * half);
+            }
         }
     return WB_OK;
 }
@@ -322,12 +329,19 @@ wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k
             code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             const uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
             uint32_t u = 0;
-            for (int q = 0; q < cs.nplanes; q++)
-                for (int i = 0; i < cs.plane[q].width; i++) {
-                    int word, bit;
-                    wb_plane_bit(&cs.plane[q], step, reg, i, &word, &bit);
-                    u |= (lw[word] >> (bit + 16 * half) & 1) << (cs.plane[q].offset + i);
+            for (int q = 0; q < cs.nplanes; q++) {
+                const wb_plane *pl = &cs.plane[q];
+                int word, bit;
+                if (wb_plane_split(pl, step, reg)) { /* bit by bit */
+                    for (int i = 0; i < pl->width; i++) {
+                        wb_plane_bit(pl, step, reg, i, &word, &bit);
+                        u |= (lw[word] >> (bit + 16 * half) & 1) << (pl->offset + i);
+                    }
+                    continue;
                 }
+                wb_plane_field(pl, step, reg, &word, &bit);
+                u |= (lw[word] >> (bit + 16 * half) & ((1u << pl->width) - 1)) << pl->offset;
+            }
             codes[row * k + col] = (uint8_t)(u ^ (uint32_t)sign);
         }
     return WB_OK;
