@@ -2,7 +2,7 @@
 # This build beside another one, on one GPU in one run: the decode kernels whose PTX a change touched,
 # timed by each build's `warble bench --json` (events timing, median of 15, weight sets rotated past L2),
 # two rounds with the builds interleaved case by case.
-#   BASE=DIR bench/ab_build.sh    DIR: a source tree of the other build (built here with make if it
+#   BASE=DIR [CASES=...] bench/ab_build.sh    DIR: a source tree of the other build (built here with make if it
 #                                 has no build/warble); JSON lines in $OUT/ab_build.jsonl, each line
 #                                 tagged with "build": "base" or "this"
 set -uo pipefail
@@ -17,12 +17,15 @@ cases=(
   "a=f16,w=int2,g=128|1|8192|8192" "a=f16,w=int2,g=128|1|28672|4096" "a=f16,w=int3,g=128|1|8192|8192"
   "a=f16,w=int3,g=128|1|28672|4096"
 )
+# CASES="spec|m|n|k|flags;..." replaces the list (flags: warble bench choices such as --load tma)
+[ -n "${CASES:-}" ] && IFS=';' read -r -a cases <<<"$CASES"
 for round in 1 2; do
   for c in "${cases[@]}"; do
-    IFS='|' read -r spec m n k <<<"$c"
+    IFS='|' read -r spec m n k flags <<<"$c"
     for b in base this; do
       bin=build/warble; [ $b = base ] && bin=$BASE/build/warble
-      timeout 60 "$bin" bench "$spec" --m "$m" --n "$n" --k "$k" --json 2>>"$OUT/ab_build.err" |
+      # shellcheck disable=SC2086
+      timeout 60 "$bin" bench "$spec" --m "$m" --n "$n" --k "$k" ${flags:-} --json 2>>"$OUT/ab_build.err" |
         sed "s/^{/{\"build\": \"$b\", /" >>"$OUT/ab_build.jsonl"
     done
   done
