@@ -14,7 +14,8 @@
 #   BASE=DIR scripts/h200.sh ab          the selftest of the kernels the ledger lacks, bench/ab_build.sh
 #                                       (this build's decode kernels beside those of the source tree DIR,
 #                                       when set), the weight types at M = 1, bench/ab_tma.sh at M = 16384
-#   scripts/h200.sh peers               the selftest of the kernels the ledger lacks, W4A16 (both load paths),
+#   [BASE=DIR CASES=..] scripts/h200.sh peers  the selftest of the kernels the ledger lacks, (bench/ab_build.sh,)
+#                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
@@ -94,6 +95,7 @@ if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 150 bash bench/ab_build.sh # CASES: which
   for run in "w4a16 f16 auto 256,1024,4096,16384" "w4a16 f16 tma 256,1024,4096,16384" \
              "fp8 fp8 auto 16,256,4096,16384" "int8 int8 auto 16,256,4096,16384" "w4a8-fp8 fp8 auto 1,16,4096,16384"; do
     read -r spec peer load ms <<<"$run"
