@@ -46,16 +46,17 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
  * once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
-    /* The warp-specialized TMA pipeline (lower_tma.c) for W8A8 with per-channel and per-token scales above
-     * M = 64: on an H100 (docs/perf.md, 2026-12-05) int8 ran 8-12% faster on it at M = 256 to 16384,
-     * W4A8 (e4m3 x int4) 5% and fp8 0-5%, and with its blocks rastered and one lane issuing the copies
-     * (2026-12-06, M = 16384) int8 16% and fp8 22%. Grouped W8A8 was not measured; 16-bit activations
-     * ran 11% slower on it, then 6% faster at M = 16384 alone, so they keep cp.async until more sizes
-     * are measured. Decode (M <= 64) splits K, which it does not. */
-    int tma_w8a8 = wb_format_w8a8(f) && !f->g && !f->ag && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 &&
-                   c->k_slices <= 1;
+    /* The warp-specialized TMA pipeline (lower_tma.c) above M = 64 for W8A8 with per-channel and
+     * per-token scales and for 16-bit activations: on an H100 (docs/perf.md, 2026-12-05) int8 ran 8-12%
+     * faster on it at M = 256 to 16384, W4A8 (e4m3 x int4) 5% and fp8 0-5%, and with its blocks rastered
+     * and one lane issuing the copies (2026-12-06, M = 16384) int8 16% and fp8 22%; on the H200
+     * (2026-12-06, beside torch) W4A16 2% faster at M = 256, 16% at 1024, 5% at 4096, 6% at 16384.
+     * Grouped W8A8 was not measured; fp4 activations are converted by the consumers from a cp.async
+     * tile. Decode (M <= 64) splits K, which it does not. */
+    int tma_w8a8 = wb_format_w8a8(f) && !f->g && !f->ag, tma_a16 = f->a.bits == 16;
+    int tma = (tma_w8a8 || tma_a16) && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 && c->k_slices <= 1;
     if (!c->load)
-        c->load = tma_w8a8 ? WB_LOAD_TMA : WB_LOAD_CP_ASYNC;
+        c->load = tma ? WB_LOAD_TMA : WB_LOAD_CP_ASYNC;
     int forced_wk = c->warps_k != 0;
     if (!c->warps_k)
         c->warps_k = 1;

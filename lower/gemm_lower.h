@@ -78,9 +78,6 @@ typedef struct lw {
     int half;                          /* pp: which half of the loop body is being lowered */
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
-    int defer;                         /* pp, fp8 per channel: the first half's product is promoted
-                                          while the second half's group runs (wb_wgmma_kloop_end) */
-    wb_reg *parts[2];                  /* defer: each half's product (L->part is the current one) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */

@@ -98,18 +98,16 @@ static void land_next(lw *L, int pending, int dist)
         wb_gemm_load_w_words(L, L->wpre, 0);
 }
 
-/* fp8: add a slice's product, complete, to the f32 sums (the two-level accumulation below). */
-static void promote_part(lw *L, const wb_reg *part)
+/* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
+static void promote(lw *L)
 {
-    if (part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
-        wb_gemm_scale_part(L, L->vals_acc, part, L->sscale);
+    if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
+        wb_gemm_scale_part(L, L->vals_acc, L->part, L->sscale);
         return;
     }
-    for (int i = 0; part && i < L->cfg->m_tiles * 4; i++)
-        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(part[i]));
+    for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
+        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
 }
-
-static void promote(lw *L) { promote_part(L, L->part); }
 
 /* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
  * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
@@ -138,48 +136,9 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
 }
 
-/* defer (fp8 per channel, L->pp): the first half's group is not waited for at its end but at the
- * second half's, with wait_group 1, so that its promotion's f32 adds run while the second half's
- * group is on the tensor cores; its stage is released then. Every group's flight still ends inside
- * the iteration. The second half's wait comes before land_next, whose copies (cp.async) or A
- * registers (pp_fill into the first half's) reuse what the first half's group read. */
-static void defer_mid(lw *L)
-{
-    land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
-    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
-    const char *on = wb_new_label(L->f, "second");
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(on));
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0)); /* K ends after a first half */
-    if (L->tma)
-        wb_tma_release(L, addi(L, L->kt, -1));
-    promote_part(L, L->parts[0]);
-    wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_exit));
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(on));
-}
-
-static void defer_end(lw *L)
-{
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1)); /* the first half's group */
-    if (L->tma)
-        wb_tma_release(L, addi(L, L->kt, -1));
-    promote_part(L, L->parts[0]);
-    land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
-    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-    if (L->tma)
-        wb_tma_release(L, L->kt);
-    promote_part(L, L->parts[1]);
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
-}
-
 /* pp: the first half's end; K may end there (an odd number of tiles). */
 void wb_wgmma_kloop_mid(lw *L)
 {
-    if (L->defer) {
-        defer_mid(L);
-        return;
-    }
     tile_end(L);
     wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
@@ -188,10 +147,7 @@ void wb_wgmma_kloop_mid(lw *L)
 
 void wb_wgmma_kloop_end(lw *L)
 {
-    if (L->defer)
-        defer_end(L);
-    else
-        tile_end(L);
+    tile_end(L);
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
@@ -255,19 +211,14 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     }
     if ((L->a8_float || L->grouped) && !L->part) {
         L->vals_acc = c;
-        for (int h = 0; h < 1 + L->defer; h++) {
-            wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part);
-            for (int i = 0; part && i < nacc; i++)
-                part[i] = wb_new_reg(L->f, L->a8_float ? WB_RC_F32 : WB_RC_B32);
-            if (!part) {
-                L->f->oom = 1;
-                return;
-            }
-            L->parts[h] = part;
+        L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
+        for (int i = 0; L->part && i < nacc; i++)
+            L->part[i] = wb_new_reg(L->f, L->a8_float ? WB_RC_F32 : WB_RC_B32);
+        if (!L->part) {
+            L->f->oom = 1;
+            return;
         }
     }
-    if (L->parts[0])
-        L->part = L->parts[L->defer ? L->half : 0];
     char an[8], wn[8];
     if (L->a8_float)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
