@@ -2235,7 +2235,7 @@ START_TEST(w8a8_wgmma_kernel_matches_reference)
     run_case("a=e5m2,w=e4m3,ws=f32,g=0", WB_ARCH_SM90A, 16, 256, 512, (wb_config){0});
     /* an odd number of k128 tiles: K ends after the first half of the two-tile loop */
     run_case("fp8", WB_ARCH_SM90A, 100, 128, 384, (wb_config){0});
-    /* the first half's promotion deferred until the second half's group runs (wait_group 1), K even and odd */
+    /* cp.async at 16 token tiles, K of 5 tiles and of 4 */
     run_case("a=e5m2,w=e4m3,ws=f32,g=0,bias=1", WB_ARCH_SM90A, 130, 256, 640,
              (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_CP_ASYNC, .m_tiles = 16, .warps_n = 8});
     run_case("fp8", WB_ARCH_SM90A, 130, 256, 512,
@@ -2597,8 +2597,7 @@ START_TEST(tma_kernel_matches_reference)
         /* 10 token tiles: a group of 8 and one of 2 (raster) */
         {"w4a16", 300, 512, 4, 3},
         {"fp8", 300, 512, 4, 3},
-        /* fp8 at 8 token tiles defers the first half's promotion (wait_group 1); 3 tiles: K ends after a
-         * first half, its group still in flight */
+        /* 3 tiles: K ends after the first half of the two-tile loop */
         {"fp8,bias=1", 100, 384, 8, 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
