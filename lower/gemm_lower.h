@@ -86,6 +86,12 @@ typedef struct lw {
     wb_reg tc_ch, tc_lane, tc_tok0;    /* tc: this thread's channel (TMEM lane), its TMEM address (lane,
                                           first column of its half), its first token */
     wb_reg *tc_sums;                   /* tc, grouped W8A8: the f32 sums of its tokens, in registers */
+    int tcbs;                          /* fp4 x fp4 on tcgen05's block-scaled kinds: the scale_vec
+                                          (lower_tcgen05_bs.c); L->afp4 stays set (p_ascale, tensor scales) */
+    wb_reg tcbs_in, tcbs_row, tcbs_next; /* tcbs: this thread's token (tid < bm) is below M, its first scale
+                                          byte, its scale word of the next tile */
+    wb_reg tcbs_sfb_at, tcbs_desc_hi, tcbs_sf_hi; /* tcbs: its SFB word in staging buffer 0; descriptor words */
+    const wb_reg *tcbs_sw;             /* tcbs: the slice's weight scale record words (lower_dequant) */
     int bs;                            /* fp4 x fp4 on the block-scaled MMA: its scale_vec (lower_block.c) */
     struct block *block;               /* bs: the activation scale words and their addresses */
 } lw;
@@ -282,6 +288,16 @@ void wb_tc_top(lw *L);
 void wb_tc_frag_desc(lw *L, int value);
 void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc);
 void wb_tc_epilogue(lw *L);
+
+/* lower_tcgen05_bs.c: fp4 x fp4 on tcgen05 kind::mxf4nvf4 / kind::mxf4 */
+int wb_tcbs_sf_col(const lw *L, int buf);
+uint32_t wb_tcbs_idesc(const lw *L);
+void wb_tcbs_desc_hi(lw *L);
+void wb_tcbs_setup(lw *L);
+void wb_tcbs_acts(lw *L);
+void wb_tcbs_frag_scale(lw *L, int value);
+void wb_tcbs_frag_desc(lw *L, int value);
+void wb_tcbs_mma(lw *L, const wb_reg *q, const wb_reg *bdesc);
 
 /* lower_wgmma.c */
 void wb_wgmma_setup(lw *L);

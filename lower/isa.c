@@ -49,10 +49,12 @@ int wb_isa_pick(wb_arch arch, const int *list, int *emulated)
     return native;
 }
 
-int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch)
+/* The formats a block-scaled fp4 MMA takes as they are: 4 (NVFP4 x NVFP4, ue4m3 per 16), 2 (MXFP4 x
+ * MXFP4, ue8m0 per 32), else 0. */
+static int block_scale_format(const wb_format *f)
 {
-    if (!f || wb_isa_get(arch, WB_ISA_MMA_MXF4NVF4) != WB_ISA_NATIVE || !wb_format_fp4_acts(f) ||
-        !wb_type_w4(f->w) || f->w.kind != WB_KIND_FLOAT || f->zp != WB_ZP_NONE || f->acc.kind != WB_KIND_F32)
+    if (!f || !wb_format_fp4_acts(f) || !wb_type_w4(f->w) || f->w.kind != WB_KIND_FLOAT || f->zp != WB_ZP_NONE ||
+        f->acc.kind != WB_KIND_F32)
         return 0;
     int e4m3 = f->as.kind == WB_KIND_FLOAT && f->as.ebits == 4 && f->as.mbits == 3;
     int same = f->as.kind == f->ws.kind && f->as.ebits == f->ws.ebits && f->as.mbits == f->ws.mbits;
@@ -61,4 +63,15 @@ int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch)
     if (same && f->as.kind == WB_KIND_E8M0 && f->ag == 32 && f->g == 32)
         return 2;
     return 0;
+}
+
+int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch)
+{
+    return wb_isa_get(arch, WB_ISA_MMA_MXF4NVF4) == WB_ISA_NATIVE ? block_scale_format(f) : 0;
+}
+
+int wb_isa_tc_block_scale_vec(const wb_format *f, wb_arch arch)
+{
+    int v = block_scale_format(f);
+    return wb_isa_get(arch, v == 4 ? WB_ISA_TC05_MXF4NVF4 : WB_ISA_TC05_MXF4) == WB_ISA_NATIVE ? v : 0;
 }

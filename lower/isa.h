@@ -22,4 +22,9 @@ int wb_isa_pick(wb_arch arch, const int *list, int *emulated);
  * weights are packed for that MMA on that target (lower/pack.c), so packing takes the arch. */
 int wb_isa_block_scale_vec(const wb_format *f, wb_arch arch);
 
+/* The same formats on tcgen05 (sm_100a, sm_103a; --mma tcgen05 only, lower/lower_tcgen05_bs.c):
+ * kind::mxf4nvf4 .scale_vec::4X or kind::mxf4 .scale_vec::2X, or 0. Packing does not change: the
+ * kernel reads the 16-bit layout's codes and scale records and makes the MMA's operands of them. */
+int wb_isa_tc_block_scale_vec(const wb_format *f, wb_arch arch);
+
 #endif

@@ -33,14 +33,17 @@ static int kernel_params(const wb_format *f, const wb_config *cfg, const char *o
 
 /* The kernel's .version: the target's, raised where an instruction needs more. fp8 mma.sync m16n8k32
  * with f32 sums needs PTX 8.4 (shared/ptx/MATRIX.md section 1); sm_89 is otherwise emitted as 7.8, and
- * only its fp8 kernels move up, so no other kernel's PTX (or ledger hash) changes. */
-static const char *ptx_version(const wb_format *f, const wb_target *t)
+ * only its fp8 kernels move up, so no other kernel's PTX (or ledger hash) changes. Likewise tcgen05.mma
+ * kind::mxf4nvf4 .scale_vec::4X needs 8.7 (MATRIX.md section 3), above sm_100a's 8.6. */
+static const char *ptx_version(const wb_format *f, const wb_target *t, const wb_config *cfg)
 {
-    static const char fp8_mma[] = "8.4";
+    static const char fp8_mma[] = "8.4", tc_nvf4[] = "8.7";
     /* every version here is "D.D", so the strings compare as the numbers do (and strtod would follow
      * the caller's locale) */
     if (wb_format_w8a8_fp8(f) && strcmp(t->ptx_version, fp8_mma) < 0)
         return fp8_mma;
+    if (cfg->mma == WB_MMA_TCGEN05 && wb_isa_tc_block_scale_vec(f, t->arch) == 4 && strcmp(t->ptx_version, tc_nvf4) < 0)
+        return tc_nvf4;
     return t->ptx_version;
 }
 
@@ -74,7 +77,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         wb_layout_get(f, cfg, t->arch, &lay);
         const char *params[11];
         int nparams = kernel_params(f, cfg, params);
-        wb_ptx_header h = {ptx_version(f, t), t->ptx_target, wb_kernel_entry(), params, nparams,
+        wb_ptx_header h = {ptx_version(f, t, cfg), t->ptx_target, wb_kernel_entry(), params, nparams,
                            cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05 ? 1024 : 128, lay.threads, title};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */

@@ -53,12 +53,14 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
         L->smem += 16 * cfg->stages;
-    L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = 0;
+    L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = L->tc_sf_off = 0;
+    L->tc_bs = cfg->mma == WB_MMA_TCGEN05 ? wb_isa_tc_block_scale_vec(f, arch) : 0;
     if (cfg->mma == WB_MMA_TCGEN05) {
         int halves = L->tc_wide ? 2 : 1; /* widened: a k128 tile is two k64 halves of 16-bit values */
         L->tc_a_off = L->smem;
         L->tc_x_off = L->tc_a_off + 2 * halves * WB_TC_M * 128;
-        L->tc_mbar_off = L->tc_x_off + (L->tc_wide ? 2 * halves * L->bm * 128 : 0);
+        L->tc_sf_off = L->tc_x_off + (L->tc_wide ? 2 * halves * L->bm * 128 : 0);
+        L->tc_mbar_off = L->tc_sf_off + (L->tc_bs ? 2 * (512 + 1024) : 0);
         L->tc_tmem_off = L->tc_mbar_off + 16;
         L->smem = L->tc_tmem_off + 16;
     }

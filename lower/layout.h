@@ -49,6 +49,10 @@ typedef struct wb_layout {
                              widened to f16 for kind::f16; the weight tiles are then 2 k64 halves each, and
                              two 16-bit activation tiles (k128: 2 halves of bm x 128 bytes) at tc_x_off */
     int tc_x_off;
+    int tc_bs;            /* tcgen05 block-scaled fp4 (wb_isa_tc_block_scale_vec: 4 or 2, else 0): the weight
+                             tiles at tc_a_off hold e2m1 codes (128 rows of 32 bytes each); two SFA staging
+                             chunks (512 bytes) and two SFB ones (1024) at tc_sf_off */
+    int tc_sf_off;
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
 

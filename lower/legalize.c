@@ -177,9 +177,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (c->mma == WB_MMA_TCGEN05 && !(t->features & WB_FEAT_TCGEN05))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no tcgen05 (sm_100a and sm_103a only)", t->name);
     if (c->mma == WB_MMA_TCGEN05 && wb_format_w4a4(f))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations and e2m1 ones made 16-bit "
-                                           "(kind::f16) and 8-bit ones (kind::i8, kind::f8f6f4) in this build; s4 "
-                                           "activations run on mma.sync there");
+        return wb_fail(WB_ERR_UNSUPPORTED, "--mma tcgen05 is built for 16-bit activations and e2m1 ones (NVFP4 x "
+                                           "NVFP4 and MXFP4 x MXFP4 on kind::mxf4nvf4 / kind::mxf4, other e2m1 "
+                                           "formats made 16-bit for kind::f16) and 8-bit ones (kind::i8, "
+                                           "kind::f8f6f4) in this build; s4 activations run on mma.sync there");
     if (c->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f)) {
         /* s8 x s8 without kind::i8 (sm_103a): both operands widened to f16 on kind::f16 (lower_tcgen05.c) */
         int fp8 = wb_format_w8a8_fp8(f), kind = fp8 ? WB_ISA_TC05_F8F6F4 : WB_ISA_TC05_I8;

@@ -165,7 +165,7 @@ void wb_act4_tile(lw *L, wb_reg tile)
     if (!A)
         return;
     int bf = bf16(L);
-    /* the annotation names the target's own fp4 MMA, which this build does not use yet */
+    /* the annotation names the target's own fp4 MMA and when it is used instead of this 16-bit tile */
     static const int fp4[] = {WB_ISA_TC05_MXF4NVF4, WB_ISA_MMA_MXF4NVF4, -1};
     int native = wb_isa_pick(L->t->arch, fp4, NULL);
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
@@ -173,15 +173,18 @@ void wb_act4_tile(lw *L, wb_reg tile)
                                                  "shl, lop3), one multiply by 2^%d, one by the block scale (%s), "
                                                  "exact; into the 16-bit A tile, once per block", L->T,
                                     bf ? 126 : 14, L->fmt->as.kind == WB_KIND_E8M0 ? "e8m0" : "e4m3")));
-    int sync = native == WB_ISA_MMA_MXF4NVF4; /* sm_120a: built, for scales it can take (lower_block.c) */
+    /* sm_120a: built for the scales it takes (lower_block.c); sm_100a/sm_103a: with --mma tcgen05 */
+    int sync = native == WB_ISA_MMA_MXF4NVF4, tc_takes = wb_isa_tc_block_scale_vec(L->fmt, L->t->arch) != 0;
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
             wb_text(wb_arena_printf(L->f->arena, "mma rule: e2m1 activations on the %s MMA, exact values, f32 sums%s%s%s",
                                     L->T, native >= 0 ? "; this target's block-scaled fp4 MMA (" : "",
                                     native >= 0 ? wb_isa_name(native) : "",
                                     native < 0 ? ""
-                                    : sync     ? ") takes NVFP4 x NVFP4 and MXFP4 x MXFP4 only: e4m3 scales per 16 or "
-                                                 "e8m0 per 32, the same on both operands"
-                                               : ") is not built yet")));
+                                    : sync || !tc_takes
+                                        ? ") takes NVFP4 x NVFP4 and MXFP4 x MXFP4 only: e4m3 scales per 16 or e8m0 "
+                                          "per 32, the same on both operands"
+                                        : ") runs this format with --mma tcgen05 (the codes as they are); this "
+                                          "kernel is not tcgen05")));
     wb_reg bias = mov(L, "b32", WB_RC_B32, wb_hex(bf ? 0x7E807E80u /* 2^126 */ : 0x74007400u /* 2^14 */));
     for (int i = 0; i < A->n; i++) {
         const struct item *it = &A->it[i];

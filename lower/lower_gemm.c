@@ -410,7 +410,9 @@ static void lower_kloop(lw *L)
                 wb_emit(L->f, WB_OP_CP_ASYNC_COMMIT, NULL, 0);
         }
     }
-    if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 (global memory) */
+    if (L->tcbs) /* block-scaled tcgen05: the tokens' scales of tile 0 (global memory) */
+        wb_tcbs_setup(L);
+    else if (L->afp4) /* the conversion's fixed addresses, and the scales of tile 0 (global memory) */
         wb_act4_setup(L);
     if (L->bs) /* the activation scales of tile 0 (global memory) */
         wb_block_setup(L);
@@ -604,6 +606,11 @@ static void lower_frag_a(lw *L, int value)
 
 static void lower_dequant(lw *L, const wb_tile_op *o)
 {
+    if (L->tcbs) { /* block-scaled tcgen05: the codes and scale records go to the MMA as they are */
+        L->vals[o->result] = L->vals[o->args[0]];
+        L->tcbs_sw = L->vals[o->args[1]];
+        return;
+    }
     wb_reg *out = value_regs(L, o->result, 16);
     int gos[4];
     wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
@@ -1078,6 +1085,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tc = k->cfg.mma == WB_MMA_TCGEN05;
     L.tma = k->cfg.load == WB_LOAD_TMA;
+    L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;
     L.wpre_value = -1;
     for (int i = 0; i < k->nops; i++)
@@ -1131,6 +1139,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
                 lower_frag_w(&L, o->result);
             else if (o->operand == WB_OPERAND_SCALE && L.bs)
                 wb_block_frag_scale(&L, o->result);
+            else if (o->operand == WB_OPERAND_SCALE && L.tcbs)
+                wb_tcbs_frag_scale(&L, o->result);
             else if (o->operand == WB_OPERAND_SCALE)
                 lower_frag_scale(&L, o->result);
             else if (o->operand == WB_OPERAND_ASCALE)
@@ -1140,7 +1150,9 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             break;
         case WB_TOP_DEQUANT: lower_dequant(&L, o); break;
         case WB_TOP_DEQUANT_TILE: /* the rotated wgmma loop converts each tile as it lands instead */
-            if (!L.rot)
+            if (L.tcbs) /* block-scaled tcgen05: only the tokens' scales (and signs) are staged */
+                wb_tcbs_acts(&L);
+            else if (!L.rot)
                 wb_act4_tile(&L, L.kt);
             break;
         case WB_TOP_ACC: lower_acc(&L, o->result); break;

@@ -3,7 +3,9 @@
  * kind::i8 (s8 x s8, exact s32 sums; sm_100a; sm_103a widens both to f16 for kind::f16, below) or
  * kind::f8f6f4 (e4m3/e5m2, f32 sums), with scales per channel and token applied after K, or per group
  * along K applied to each tile's product (promote, below); fp4 activations are made a 16-bit tile by
- * the block first (lower_act4.c) and take kind::f16. lower_gemm.c calls in here where L->tc says so.
+ * the block first (lower_act4.c) and take kind::f16, except NVFP4 x NVFP4 and MXFP4 x MXFP4, which take
+ * the block-scaled kinds with the codes as they are (lower_tcgen05_bs.c). lower_gemm.c calls in here
+ * where L->tc says so.
  *
  * A block is 8 warps, 128 output channels (the MMA's M) by 8 * m_tiles tokens (its N, 16 to 256), one
  * k64 tile (k128 of 8-bit codes: a 128-byte row either way) per iteration. Roles stay swapped
@@ -100,8 +102,8 @@ static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
  * twice for grouped W8A8 (a tile's product in buffer tile & 1). */
 static int tmem_cols(const lw *L)
 {
-    int c = 32;
-    while (c < L->lay.bm * (L->grouped ? 2 : 1))
+    int c = 32, need = L->lay.bm * (L->grouped ? 2 : 1) + (L->tcbs ? wb_tcbs_sf_col(L, 2) - L->lay.bm : 0);
+    while (c < need)
         c *= 2;
     return c;
 }
@@ -203,9 +205,13 @@ void wb_tc_setup(lw *L)
     else if (L->a8_float) /* kind::f8f6f4: e4m3 (0) or e5m2 (1); int4 weights go in as e4m3 */
         a = !L->w4_f8 && L->fmt->w.ebits == 5, b = L->fmt->a.ebits == 5;
     uint32_t idesc = d << 4 | a << 7 | b << 10 | (uint32_t)(L->lay.bm >> 3) << 17 | (uint32_t)(WB_TC_M >> 4) << 24;
-    L->tc_idesc = mov(L, "b32", WB_RC_B32, wb_hex(idesc));
+    L->tc_idesc = mov(L, "b32", WB_RC_B32, wb_hex(L->tcbs ? wb_tcbs_idesc(L) : idesc));
     L->ptrue = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(L->ptrue), wb_r(L->tid), wb_hex(0xFFFFFFFFu));
+    if (L->tcbs) { /* block-scaled fp4: its own tiles and descriptors (lower_tcgen05_bs.c) */
+        wb_tcbs_desc_hi(L);
+        return;
+    }
     /* the thread's rows of the weight tile: 16 wn + gid and + 8, 4 tig bytes into a chunk; chunk c of
      * a row sits at (c ^ (row & 7)) * 16, and row & 7 = gid */
     wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(16), wb_r(L->gid));
@@ -251,6 +257,10 @@ void wb_tc_top(lw *L)
 /* The activation tile of the read stage as the MMA's B: one descriptor per k16 step. */
 void wb_tc_frag_desc(lw *L, int value)
 {
+    if (L->tcbs) {
+        wb_tcbs_frag_desc(L, value);
+        return;
+    }
     int halves = wide(L) ? 2 : 1;
     wb_reg *d = value_regs(L, value, halves * TC_STEPS);
     if (!d)
@@ -281,6 +291,10 @@ static const char *tc_kind(const lw *L) { return !L->w8a8 || wide(L) ? "f16" : L
  * chunk c and k32 step s (register 8 c + 4 s + j: k 64 c + 32 s + 16 (j >> 1) + 4 tig). */
 void wb_tc_mma(lw *L, const wb_reg *a, const wb_reg *bdesc)
 {
+    if (L->tcbs) {
+        wb_tcbs_mma(L, a, bdesc);
+        return;
+    }
     char wn[8], an[8];
     const char *types = !L->w8a8 ? wb_arena_printf(L->f->arena, "%s x %s -> f32", L->T, L->T)
                         : wide(L) ? wb_arena_printf(L->f->arena, "%s x s8 widened exactly to f16 x f16 -> f32 (%s has "

@@ -95,8 +95,19 @@ fi
 if expect 0 "fp8 on tcgen05 (sm_103a): kind::f8f6f4" "" -- $W ptx fp8 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
     grep -q 'tcgen05.mma.cta_group::1.kind::f8f6f4' "$tmp/out" || fail "fp8 on sm_103a tcgen05: no kind::f8f6f4"
 fi
-if expect 0 "nvfp4 on tcgen05 (sm_100a): kind::f16 on the 16-bit tile" "" -- $W ptx nvfp4 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
-    grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: no kind::f16"
+# fp4 x fp4: the block-scaled kinds, the codes as they are, scale factors copied into TMEM
+if expect 0 "nvfp4 on tcgen05 (sm_100a): kind::mxf4nvf4 .scale_vec::4X" "" -- $W ptx nvfp4 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X \[' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: no kind::mxf4nvf4"
+    grep -q 'tcgen05.cp.cta_group::1.32x128b.warpx4' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: no tcgen05.cp of the scale factors"
+    grep -q '^.version 8.7$' "$tmp/out" || fail "nvfp4 on sm_100a tcgen05: kind::mxf4nvf4 .scale_vec::4X needs PTX 8.7"
+    grep -q 'ue4m3 block scales per 16 applied by the MMA, tcgen05.mma kind::mxf4nvf4' "$tmp/out" || fail "nvfp4 on tcgen05: no mma rule"
+fi
+if expect 0 "MXFP4 x MXFP4 on tcgen05 (sm_103a): kind::mxf4 .scale_vec::2X" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32 --arch sm_103a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::mxf4.block_scale.scale_vec::2X \[' "$tmp/out" || fail "MXFP4 on sm_103a tcgen05: no kind::mxf4"
+fi
+if expect 0 "e2m1 with two scale types on tcgen05: kind::f16 on the 16-bit tile" "" -- $W ptx a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16 --arch sm_100a --m 300 --n 256 --k 1024 --mma tcgen05; then
+    grep -q 'tcgen05.mma.cta_group::1.kind::f16' "$tmp/out" || fail "e8m0 x e4m3 scales on sm_100a tcgen05: no kind::f16"
+    grep -q 'takes NVFP4 x NVFP4 and MXFP4 x MXFP4 only' "$tmp/out" || fail "e8m0 x e4m3 scales on tcgen05: the annotation does not say why kind::f16"
 fi
 # W8A8 with groups: each tile's product in its own TMEM buffer (two), promoted into f32 sums in registers
 if expect 0 "fp8-block on tcgen05 (sm_100a): kind::f8f6f4, products promoted" "" -- $W ptx fp8-block --arch sm_100a --m 4096 --n 8192 --k 1024 --mma tcgen05; then

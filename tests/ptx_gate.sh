@@ -7,7 +7,8 @@
 # Cases that force config choices (batch-invariant, TMA loads) are checked on sm_90a with them; every
 # format of the sm_100a plan with --mma tcgen05 on sm_100a and sm_103a (s4 activations must be refused
 # with exit 2; int8 on sm_103a, which has no kind::i8, is widened to f16; W8A8 with groups promotes each
-# tile's product); the activation quantizer of s8, e4m3 and e5m2 on every target (below).
+# tile's product; NVFP4 x NVFP4 and MXFP4 x MXFP4 take the block-scaled kinds, kind::mxf4nvf4 and
+# kind::mxf4, at M = 16, 256 and 4096: 16 to 256 tokens, one or two SFB copies); the activation quantizer of s8, e4m3 and e5m2 on every target (below).
 # Usage: WARBLE=build/warble JOBS=8 tests/ptx_gate.sh     (PTXAS=... overrides the ptxas binary)
 set -u
 WARBLE=${WARBLE:-build/warble}
@@ -64,6 +65,8 @@ tcgen05() {
     # int4 weights, and the 8-bit activations (their widest token tiles: 128 tokens of f32 sums in
     # registers with groups, 16-bit copies of both tiles on sm_103a) at 4096 too
     case "$spec" in a=*,w=int4,ws=*|a=*,w=uint4,ws=*|a=s8,*|a=e4m3,*|int8*|fp8*|w4a8*) ms=16,256,4096 ;; esac
+    # the block-scaled fp4 kinds (kind::mxf4nvf4, kind::mxf4): every token tile width the heuristic takes
+    case "$spec" in nvfp4*|a=e2m1,ag=16,as=e4m3,*w=e2m1,ws=e4m3,g=16*|a=e2m1,ag=32,as=e8m0,*w=e2m1,ws=e8m0,g=32*) ms=16,256,4096 ;; esac
     "$WARBLE" check "$spec" --arch "$arch" --m "$ms" --n 4096 --k 4096 --mma tcgen05 >"$out/$id.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && grep -qE "tcgen05 is built for 16-bit" "$out/$id.log"; }; then
@@ -86,8 +89,9 @@ done >"$out/jobs"
     >"$out/forced"
 tid=50000
 for arch in sm_100a sm_103a; do
-    # the plan, and the fp8 formats it leaves out there (refused by default; tcgen05 kind::f8f6f4)
-    for spec in $(specs sm_100a) fp8 fp8-block w4a8-fp8 a=e4m3,w=int4,ws=f32,g=0; do
+    # the plan, the fp8 formats it leaves out there (refused by default; tcgen05 kind::f8f6f4), and
+    # NVFP4 x NVFP4 (tcgen05 kind::mxf4nvf4)
+    for spec in $(specs sm_100a) fp8 fp8-block w4a8-fp8 a=e4m3,w=int4,ws=f32,g=0 nvfp4 nvfp4,out=f16,bias=1; do
         printf '%s %s %05d\n' "$arch" "$spec" "$tid"
         tid=$((tid + 1))
     done

@@ -473,6 +473,59 @@ START_TEST(w4a4_per_architecture)
 }
 END_TEST
 
+/* tcgen05 on fp4 x fp4 (--mma tcgen05, sm_100a and sm_103a): NVFP4 x NVFP4 on kind::mxf4nvf4
+ * .scale_vec::4X (ue4m3 scale type, PTX 8.7 on sm_100a), MXFP4 x MXFP4 on kind::mxf4 .scale_vec::2X
+ * (ue8m0); one MMA per k64 tile after the scale factors' tcgen05.cp (SFA, one SFB chunk per 128 tokens);
+ * no 16-bit tile. Other e2m1-activation formats stay on kind::f16 and the annotation says why; the
+ * default (mma.sync) kernel does not change. */
+START_TEST(tcgen05_block_scaled_kinds)
+{
+    static const wb_arch archs[] = {WB_ARCH_SM100A, WB_ARCH_SM103A};
+    for (size_t i = 0; i < 2; i++)
+        for (int nv = 0; nv < 2; nv++)
+            for (int mt = 2; mt <= 32; mt *= 4) {
+                const char *spec = nv ? "nvfp4" : "a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32";
+                wb_format f = fmt(spec);
+                ck_assert_int_eq(wb_isa_tc_block_scale_vec(&f, archs[i]), nv ? 4 : 2);
+                ck_assert_int_eq(wb_isa_block_scale_vec(&f, archs[i]), 0); /* packing: the 16-bit layout */
+                char *ptx = NULL;
+                wb_config c = {.mma = WB_MMA_TCGEN05, .m_tiles = mt};
+                ck_assert_int_eq(wb_config_choose(&f, archs[i], 16, 4096, 4096, &c), WB_OK);
+                ck_assert_msg(wb_kernel_ptx(&f, archs[i], &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+                const char *mma = nv ? "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X ["
+                                     : "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.scale_vec::2X [";
+                ck_assert_int_eq(count_of(ptx, mma), 1);
+                ck_assert_int_eq(count_of(ptx, "tcgen05.mma.cta_group"), 1);
+                ck_assert_int_eq(count_of(ptx, "tcgen05.cp.cta_group::1.32x128b.warpx4 ["), mt == 32 ? 3 : 2);
+                ck_assert_ptr_null(strstr(ptx, "kind::f16"));
+                ck_assert_ptr_null(strstr(ptx, "dequant rule (activations)"));
+                ck_assert_ptr_nonnull(strstr(ptx, nv ? "ue4m3 block scales per 16 applied by the MMA"
+                                                     : "ue8m0 block scales per 32 applied by the MMA"));
+                ck_assert_ptr_nonnull(strstr(ptx, nv && archs[i] == WB_ARCH_SM100A ? ".version 8.7\n"
+                                                                                   : archs[i] == WB_ARCH_SM100A
+                                                                                       ? ".version 8.6\n"
+                                                                                       : ".version 8.8\n"));
+                free(ptx);
+            }
+    /* e8m0 activation scales with e4m3 weight scales: not one scale type, so kind::f16 on the 16-bit tile */
+    wb_format mixed = fmt("a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16");
+    ck_assert_int_eq(wb_isa_tc_block_scale_vec(&mixed, WB_ARCH_SM100A), 0);
+    char *ptx = NULL;
+    wb_config c = {.mma = WB_MMA_TCGEN05};
+    ck_assert_int_eq(wb_config_choose(&mixed, WB_ARCH_SM100A, 16, 4096, 4096, &c), WB_OK);
+    ck_assert_int_eq(wb_kernel_ptx(&mixed, WB_ARCH_SM100A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
+    ck_assert_ptr_nonnull(strstr(ptx, "tcgen05.mma.cta_group::1.kind::f16 ["));
+    ck_assert_ptr_nonnull(strstr(ptx, "takes NVFP4 x NVFP4 and MXFP4 x MXFP4 only"));
+    free(ptx);
+    /* no tcgen05 elsewhere; sm_120a keeps its block-scaled mma.sync */
+    ck_assert_int_eq(wb_isa_tc_block_scale_vec(&mixed, WB_ARCH_SM120A), 0);
+    wb_format nvf = fmt("nvfp4");
+    ck_assert_int_eq(wb_isa_tc_block_scale_vec(&nvf, WB_ARCH_SM120A), 0);
+    ck_assert_int_eq(wb_isa_tc_block_scale_vec(&nvf, WB_ARCH_SM90A), 0);
+    ck_assert_int_eq(ptx_for("nvfp4", WB_ARCH_SM120A, (wb_config){.mma = WB_MMA_TCGEN05}, &ptx), WB_ERR_UNSUPPORTED);
+}
+END_TEST
+
 /* fp4 activations (a=e2m1): the 16-bit mma.sync kernel at every M and on every target that has the
  * compute type (f16 with e4m3 scales, down to sm_75's m16n8k8; bf16 with e8m0 ones, sm_80 up), the
  * activation codes dequantized in registers after one ldmatrix per two m-tiles; the tensor scales
@@ -537,8 +590,8 @@ START_TEST(fp4_acts_per_architecture)
                 ck_assert_ptr_null(strstr(ptx, "wgmma"));
                 ck_assert_ptr_nonnull(strstr(ptx, "dequant rule (activations): e2m1 -> "));
                 ck_assert_int_ge(count_of(ptx, "st.shared.v4.u32"), 1);
-                /* where the target has a block-scaled fp4 MMA, the annotation says it is not used yet */
-                ck_assert_int_eq(strstr(ptx, "kind::mxf4nvf4) is not built yet") != NULL,
+                /* where tcgen05 has a block-scaled fp4 MMA, the annotation says it takes these formats there */
+                ck_assert_int_eq(strstr(ptx, "kind::mxf4nvf4) runs this format with --mma tcgen05") != NULL,
                                  a == WB_ARCH_SM100A || a == WB_ARCH_SM103A);
                 /* a word of 8 codes: 4 pairs, each a prmt and two multiplies */
                 char fma[32];
@@ -975,18 +1028,22 @@ START_TEST(tcgen05_per_architecture)
 {
     static const struct {
         const char *spec, *kind100, *kind103; /* NULL: refused */
-        int mmas103;                          /* MMAs a tile on sm_103a */
+        int mmas100, mmas103;                 /* MMAs a tile */
     } cases[] = {
-        {"w4a16", "kind::f16", "kind::f16", 4},
-        {"a=bf16,w=e3m3,ws=e5m2,g=64", "kind::f16", "kind::f16", 4},
-        {"nvfp4", "kind::f16", "kind::f16", 4},
-        {"int8", "kind::i8", "kind::f16", 8},
-        {"a=s8,w=int4,ws=f32,g=0", "kind::i8", "kind::f16", 8},
-        {"fp8", "kind::f8f6f4", "kind::f8f6f4", 4},
-        {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4", 4},
-        {"fp8-block", "kind::f8f6f4", "kind::f8f6f4", 4},
-        {"w4a8-int8", "kind::i8", "kind::f16", 8},
-        {"w4a4-int4", NULL, NULL, 0},
+        {"w4a16", "kind::f16", "kind::f16", 4, 4},
+        {"a=bf16,w=e3m3,ws=e5m2,g=64", "kind::f16", "kind::f16", 4, 4},
+        /* fp4 x fp4: the block-scaled kinds, one k64 MMA a tile; scales of two types: the 16-bit tile */
+        {"nvfp4", "kind::mxf4nvf4.block_scale.scale_vec::4X", "kind::mxf4nvf4.block_scale.scale_vec::4X", 1, 1},
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", "kind::mxf4.block_scale.scale_vec::2X",
+         "kind::mxf4.block_scale.scale_vec::2X", 1, 1},
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e4m3,g=16", "kind::f16", "kind::f16", 4, 4},
+        {"int8", "kind::i8", "kind::f16", 4, 8},
+        {"a=s8,w=int4,ws=f32,g=0", "kind::i8", "kind::f16", 4, 8},
+        {"fp8", "kind::f8f6f4", "kind::f8f6f4", 4, 4},
+        {"a=e4m3,w=int4,ws=f32,g=0", "kind::f8f6f4", "kind::f8f6f4", 4, 4},
+        {"fp8-block", "kind::f8f6f4", "kind::f8f6f4", 4, 4},
+        {"w4a8-int8", "kind::i8", "kind::f16", 4, 8},
+        {"w4a4-int4", NULL, NULL, 0, 0},
     };
     static const wb_arch archs[] = {WB_ARCH_SM100A, WB_ARCH_SM103A};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -998,9 +1055,9 @@ START_TEST(tcgen05_per_architecture)
                           wb_arch_name(archs[a]), wb_last_error());
             if (!kind)
                 continue;
-            char want[64];
+            char want[96];
             snprintf(want, sizeof want, "tcgen05.mma.cta_group::1.%s ", kind);
-            int mmas = a ? cases[i].mmas103 : 4;
+            int mmas = a ? cases[i].mmas103 : cases[i].mmas100;
             ck_assert_msg(count_of(ptx, want) == mmas, "%s on %s: %d x %s", cases[i].spec, wb_arch_name(archs[a]),
                           count_of(ptx, want), want);
             ck_assert_int_eq(count_of(ptx, "tcgen05.mma"), mmas);
@@ -1011,7 +1068,7 @@ START_TEST(tcgen05_per_architecture)
             free(ptx);
             ptx = NULL;
             /* the default: fp8 refused (its mma.sync is only emulated), everything else on mma.sync */
-            int fp8 = strstr(cases[i].spec, "fp8") || strstr(cases[i].spec, "e4m3");
+            int fp8 = strstr(cases[i].spec, "fp8") || strstr(cases[i].spec, "a=e4m3");
             ck_assert_int_eq(ptx_for(cases[i].spec, archs[a], (wb_config){0}, &ptx), fp8 ? WB_ERR_UNSUPPORTED : WB_OK);
             if (ptx)
                 ck_assert_ptr_null(strstr(ptx, "tcgen05.mma"));
@@ -1034,6 +1091,7 @@ int main(void)
     tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, w4a4_per_architecture);
     tcase_add_test(t, fp4_acts_per_architecture);
+    tcase_add_test(t, tcgen05_block_scaled_kinds);
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);

@@ -237,6 +237,8 @@ typedef struct emu {
     int *tc_wrote;      /* per column: the record + 1 of the last MMA that wrote it (0: none) */
     uint8_t *tc_unread; /* per lane and column: written by an MMA, not read by tcgen05.ld since */
     int *tc_read;
+    uint8_t *tc_cp;     /* per lane and column: holds what a tcgen05.cp wrote (scale factors) */
+    int *tc_sf_read;    /* per column: the record + 1 of the last MMA that read scale factors there */
     tc_rec *tc_recs;
     int ntc_recs;
 } emu;
@@ -813,23 +815,26 @@ static uint64_t divide(const char *ty, uint64_t a, uint64_t b)
 /* An operand's value in one lane's registers. */
 static uint64_t lane_val(const uint64_t *r, const wb_opnd *o) { return o->kind == WB_O_REG ? r[o->v] : (uint64_t)o->v; }
 
-/* tcgen05 (sm_100a, sm_103a; lower/lower_tcgen05.c), modelled from the PTX ISA. A shared memory
- * descriptor: start address >> 4 in bits 0..13, leading byte offset bits 16..29 (unused by a swizzled
- * K-major tile), stride between 8-row groups >> 4 in bits 32..45, the fixed 0b001 in bits 46..48, base
- * offset 0 (49..51), offset mode 0 (52), zeros (53..60), swizzle mode in 61..63 (2: 128 bytes, the only
- * one modelled: the 16-byte chunk index, address bits 4..6, XORed with bits 7..9). The address of byte
- * `byte` (0..31 of a k16 step) of row r. */
+/* tcgen05 (sm_100a, sm_103a; lower/lower_tcgen05.c, lower_tcgen05_bs.c), modelled from the PTX ISA. A
+ * shared memory descriptor: start address >> 4 in bits 0..13, leading byte offset bits 16..29 (unused by
+ * a swizzled K-major tile), stride between 8-row groups >> 4 in bits 32..45, the fixed 0b001 in bits
+ * 46..48, base offset 0 (49..51), offset mode 0 (52), zeros (53..60), swizzle mode in 61..63: 2 (128
+ * bytes: rows of 128 bytes, the 16-byte chunk index, address bits 4..6, XORed with bits 7..9) or 6 (32
+ * bytes: rows of 32 bytes, address bit 4 XORed with bit 7), the ones modelled; the pattern repeats from
+ * 1024- and 256-byte boundaries (base offset 0). The address of byte `byte` (of the step's 32) of row r. */
 static uint64_t tc_smem_addr(uint64_t desc, int r, int byte)
 {
     CHECK((desc >> 46 & 7) == 1, "tcgen05 descriptor: bits 46..48 must be 0b001 (got %d)", (int)(desc >> 46 & 7));
     CHECK((desc >> 49 & 0xFFF) == 0, "tcgen05 descriptor: base offset, offset mode and bits 53..60 must be zero");
-    CHECK(desc >> 61 == 2, "tcgen05 descriptor swizzle mode %d is not modelled", (int)(desc >> 61));
+    int mode = (int)(desc >> 61), row = mode == 2 ? 128 : mode == 6 ? 32 : 0, bits = mode == 2 ? 7 : 1;
+    CHECK(row, "tcgen05 descriptor swizzle mode %d is not modelled", mode);
     CHECK((desc >> 14 & 3) == 0 && (desc >> 30 & 3) == 0, "tcgen05 descriptor: reserved bits set");
     uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
-    CHECK(start % 128 + (uint64_t)byte < 128, "tcgen05 operand step at row offset %d + byte %d leaves the 128-byte row",
-          (int)(start % 128), byte);
-    uint64_t lin = start + (uint64_t)(r / 8) * sbo + (uint64_t)(r % 8) * 128 + (uint64_t)byte;
-    return lin ^ (((lin >> 7) & 7) << 4);
+    CHECK(start % (uint64_t)row + (uint64_t)byte < (uint64_t)row,
+          "tcgen05 operand step at row offset %d + byte %d leaves the %d-byte row", (int)(start % (uint64_t)row),
+          byte, row);
+    uint64_t lin = start + (uint64_t)(r / 8) * sbo + (uint64_t)(r % 8) * (uint64_t)row + (uint64_t)byte;
+    return lin ^ (((lin >> 7) & (uint64_t)bits) << 4);
 }
 
 /* tcgen05 reads `bytes` of shared memory at addr through the async proxy: their writers must have
@@ -847,6 +852,15 @@ static void tc_read(emu *e, uint64_t addr, int bytes)
         e->tc_read[c] = e->ntc_recs;
 }
 
+/* The open record of this thread's tcgen05 operations (MMAs and copies) not yet committed. */
+static void tc_open(emu *e)
+{
+    if (!e->ntc_recs || !e->tc_recs[e->ntc_recs - 1].open) {
+        CHECK(e->ntc_recs < MAX_TC_RECS, "too many tcgen05 commits for the model");
+        e->tc_recs[e->ntc_recs++] = (tc_rec){-1, 0, 1};
+    }
+}
+
 /* tcgen05.mma.cta_group::1.kind::{f16, i8, f8f6f4} [d], adesc, bdesc, idesc, enable-input-d by one
  * thread: the instruction descriptor (bits 0..3 zero: dense, no saturate; D type in bits 4..5: f32 = 1,
  * s32 = 2 (i8 only); A and B types in bits 7..9 and 10..12: f16: f16 0 or bf16 1, equal; i8: s8 1;
@@ -857,6 +871,7 @@ static void tc_read(emu *e, uint64_t addr, int bytes)
  * or exact and wrapping in s32; A is M x K and B N x K, K-major through their descriptors. Complete at
  * issue; the reads stay in flight until the commit's phase is seen. */
 static wb_type fp8_type(const char *types, int which);
+static double mma_scale(int ue8m0, unsigned code);
 
 static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
 {
@@ -879,10 +894,7 @@ static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
     CHECK(e->tmem_cols && lane == 0 && col >= e->tmem_base && col + nn <= e->tmem_base + e->tmem_cols,
           "tcgen05.mma D at lane %d column %d (+%d) outside the allocated columns %d..%d", lane, col, nn, e->tmem_base,
           e->tmem_base + e->tmem_cols - 1);
-    if (!e->ntc_recs || !e->tc_recs[e->ntc_recs - 1].open) {
-        CHECK(e->ntc_recs < MAX_TC_RECS, "too many tcgen05 commits for the model");
-        e->tc_recs[e->ntc_recs++] = (tc_rec){-1, 0, 1};
-    }
+    tc_open(e);
     int acc = val(th, &o[4]) != 0;
     static double a[TC_LANES][32], b[256][32];
     for (int side = 0; side < 2; side++)
@@ -919,6 +931,127 @@ static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
             memcpy(&prev, dst, 4);
             float v = (float)((acc ? (double)prev : 0.0) + sum);
             memcpy(dst, &v, 4);
+        }
+}
+
+/* tcgen05.cp.cta_group::1.32x128b.warpx4 [taddr], sdesc by one thread (PTX ISA tcgen05.cp, Data
+ * Movement Shape, Matrix Descriptors): a 32-row x 128-bit matrix of shared memory, K-major without
+ * swizzle (mode 0: row r at start + (r / 8) x stride + (r % 8) x 16), into lanes 0..31 of tensor memory
+ * from the address's column on (4 columns, bytes 4c.. of a row in column c), multicast to each of the
+ * four warps' quarters (lane 32 q + r). Complete at issue, like the MMAs; its shared reads stay in
+ * flight until its commit is seen. It must not overwrite columns that an MMA whose commit this thread
+ * has not seen reads scale factors from, nor an MMA's unread product. */
+static void run_tc_cp(emu *e, thread *th, const wb_insn *in)
+{
+    uint32_t taddr = (uint32_t)val(th, &in->o[0]);
+    uint64_t desc = val(th, &in->o[1]);
+    int lane = (int)(taddr >> 16), col = (int)(taddr & 0xFFFF);
+    CHECK((desc >> 46 & 7) == 1 && (desc >> 49 & 0xFFF) == 0 && desc >> 61 == 0,
+          "tcgen05.cp descriptor 0x%016llx: not a K-major matrix without swizzle", (unsigned long long)desc);
+    CHECK(e->tmem_cols && lane == 0 && col >= e->tmem_base && col + 4 <= e->tmem_base + e->tmem_cols,
+          "tcgen05.cp to lane %d column %d (+4) outside the allocated columns", lane, col);
+    tc_open(e);
+    uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+    for (int c = 0; c < 4; c++)
+        CHECK(th->seen_rec >= e->tc_sf_read[col + c], "tcgen05.cp overwrites column %d, whose scale factors an "
+              "MMA not yet seen complete reads", col + c);
+    for (int r = 0; r < 32; r++) {
+        uint64_t at = start + (uint64_t)(r / 8) * sbo + (uint64_t)(r % 8) * 16;
+        tc_read(e, at, 16);
+        for (int c = 0; c < 4; c++) {
+            uint32_t word;
+            memcpy(&word, shared_at(e, at + 4 * (uint64_t)c, 4), 4);
+            for (int q = 0; q < 4; q++) {
+                int at_lc = (32 * q + r) * TC_COLS + col + c;
+                CHECK(!e->tc_unread[at_lc], "tcgen05.cp overwrites lane %d column %d, an unread product", 32 * q + r,
+                      col + c);
+                e->tmem[at_lc] = word;
+                e->tc_cp[at_lc] = 1;
+            }
+        }
+    }
+}
+
+/* A scale-factor word of a block-scaled MMA: row (or column) i's word at lane i % 32 and column col +
+ * i / 32, which must hold a tcgen05.cp's data, the same in all four lane quarters (the PTX ISA: scale
+ * factors are duplicated to every lane partition). */
+static uint32_t tc_sf_word(emu *e, int col, int i)
+{
+    int c = col + i / 32;
+    CHECK(c >= e->tmem_base && c < e->tmem_base + e->tmem_cols, "scale factors at column %d: not allocated", c);
+    uint32_t w = e->tmem[(i % 32) * TC_COLS + c];
+    for (int q = 0; q < 4; q++) {
+        int at = (32 * q + i % 32) * TC_COLS + c;
+        CHECK(e->tc_cp[at] && e->tmem[at] == w, "scale factors of row %d at lane %d column %d: not copied there "
+              "by tcgen05.cp, or not the same in every lane quarter", i, 32 * q + i % 32, c);
+    }
+    e->tc_sf_read[c] = e->ntc_recs;
+    return w;
+}
+
+/* tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X and kind::mxf4.block_scale
+ * .scale_vec::2X [d], adesc, bdesc, idesc, [sfa], [sfb], enable-input-d by one thread (PTX ISA
+ * "Block Scaling", Tables 47 and 54). The instruction descriptor: bits 0..3 zero (dense), SFB id in
+ * 4..5 (4X: 0; 2X: 0 or 2, the byte of the pair), bit 6 zero, A and B E2M1 = 1 in 7..9 and 10..11, bits
+ * 12..16 zero (no negation, K-major), N >> 3 in 17..22, the scale type in bit 23 (UE4M3 0 with 4X,
+ * UE8M0 1 with 2X here), 24..26 zero, M >> 7 in 27..28 (M = 128), SFA id in 29..30, bit 31 zero (K =
+ * 64). A (M x 64) and B (N x 64) are e2m1 two to a byte, the even k in the low nibble, 32 bytes of
+ * each row through their descriptors; row m of A has 4 (2) scales, bytes id.. of its word
+ * (tc_sf_word), block j (k 16 j.., or 32 j..) in byte id + j; column n of B likewise. D[m][n] (TMEM
+ * lane m, column d + n) is D (or 0) plus the exact sum of the scaled products, rounded once to f32. */
+static void run_tc_mma_bs(emu *e, thread *th, const wb_insn *in)
+{
+    static const wb_type e2m1 = {WB_KIND_FLOAT, 4, 2, 1};
+    const wb_opnd *o = in->o;
+    int nv = !strcmp(in->type, "mxf4nvf4.block_scale.scale_vec::4X");
+    CHECK(nv || !strcmp(in->type, "mxf4.block_scale.scale_vec::2X"), "tcgen05.mma kind::%s is not modelled",
+          in->type);
+    uint32_t idesc = (uint32_t)val(th, &o[3]), taddr = (uint32_t)val(th, &o[0]);
+    uint64_t ad = val(th, &o[1]), bd = val(th, &o[2]);
+    int sfb_id = (int)(idesc >> 4 & 3), sfa_id = (int)(idesc >> 29 & 3), ue8m0 = (int)(idesc >> 23 & 1);
+    int nn = (int)(idesc >> 17 & 63) * 8, mm = (int)(idesc >> 27 & 3) * 128, nsf = nv ? 4 : 2, block = 64 / nsf;
+    CHECK((idesc & 0xF) == 0 && (idesc >> 6 & 1) == 0 && (idesc >> 7 & 7) == 1 && (idesc >> 10 & 3) == 1 &&
+              (idesc >> 12 & 0x1F) == 0 && (idesc >> 24 & 7) == 0 && idesc >> 31 == 0 && ue8m0 == !nv &&
+              (nv ? sfa_id == 0 && sfb_id == 0 : sfa_id % 2 == 0 && sfb_id % 2 == 0),
+          "tcgen05.mma kind::%s instruction descriptor 0x%08x is not valid or not modelled (dense, e2m1 x e2m1, "
+          "K-major, K = 64, %s scales, scale-factor ids %s)", in->type, idesc, nv ? "ue4m3" : "ue8m0",
+          nv ? "0" : "0 or 2");
+    CHECK(mm == TC_LANES && nn >= 16 && nn <= 256 && nn % 16 == 0, "tcgen05.mma M=%d N=%d is not modelled", mm, nn);
+    int col = (int)(taddr & 0xFFFF);
+    CHECK(e->tmem_cols && taddr >> 16 == 0 && col >= e->tmem_base && col + nn <= e->tmem_base + e->tmem_cols,
+          "tcgen05.mma D at 0x%x (+%d columns) outside the allocated columns", taddr, nn);
+    uint32_t sfa = (uint32_t)val(th, &o[4]), sfb = (uint32_t)val(th, &o[5]);
+    CHECK(sfa >> 16 == 0 && sfb >> 16 == 0, "tcgen05.mma scale factors must start at lane 0");
+    tc_open(e);
+    int acc = val(th, &o[6]) != 0;
+    static double a[TC_LANES][64], b[256][64], sa[TC_LANES][4], sb[256][4];
+    for (int side = 0; side < 2; side++)
+        for (int r = 0; r < (side ? nn : mm); r++) {
+            for (int k = 0; k < 64; k++) {
+                uint64_t at = tc_smem_addr(side ? bd : ad, r, k / 2);
+                uint8_t byte = *shared_at(e, at, 1);
+                (side ? b : a)[r][k] = wb_type_decode(e2m1, (uint32_t)(byte >> (4 * (k % 2))) & 15);
+                tc_read(e, at, 1);
+            }
+            uint32_t w = tc_sf_word(e, (int)((side ? sfb : sfa) & 0xFFFF), r);
+            for (int j = 0; j < nsf; j++)
+                (side ? sb : sa)[r][j] = mma_scale(ue8m0, w >> (8 * ((side ? sfb_id : sfa_id) + j)) & 0xFF);
+        }
+    for (int m = 0; m < mm; m++)
+        for (int n = 0; n < nn; n++) {
+            double sum = 0;
+            for (int k = 0; k < 64; k++)
+                sum += a[m][k] * sa[m][k / block] * b[n][k] * sb[n][k / block];
+            int at = m * TC_COLS + col + n;
+            CHECK(acc || !e->tc_unread[at], "tcgen05.mma overwrites lane %d column %d, whose product no thread has "
+                  "read", m, col + n);
+            e->tc_unread[at] = 1;
+            e->tc_cp[at] = 0;
+            e->tc_wrote[col + n] = e->ntc_recs;
+            float prev;
+            memcpy(&prev, &e->tmem[at], 4);
+            float v = (float)((acc ? (double)prev : 0.0) + sum);
+            memcpy(&e->tmem[at], &v, 4);
         }
 }
 
@@ -971,9 +1104,10 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
         for (int c = 0; c < cols; c++) {
             e->tmem[l * TC_COLS + e->tmem_base + c] = 0x7FC00000u ^ (uint32_t)(l * 7919 + c); /* NaN, and no s32 sum */
             e->tc_unread[l * TC_COLS + e->tmem_base + c] = 0;
+            e->tc_cp[l * TC_COLS + e->tmem_base + c] = 0;
         }
     for (int c = 0; c < cols; c++)
-        e->tc_wrote[e->tmem_base + c] = 0;
+        e->tc_wrote[e->tmem_base + c] = e->tc_sf_read[e->tmem_base + c] = 0;
     uint32_t at = (uint32_t)e->tmem_base;
     memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
 }
@@ -1237,6 +1371,8 @@ static void run_thread(emu *e, int i)
             break;
         }
         case WB_OP_TC_MMA: run_tc_mma(e, th, in); break;
+        case WB_OP_TC_MMA_BS: run_tc_mma_bs(e, th, in); break;
+        case WB_OP_TC_CP: run_tc_cp(e, th, in); break;
         case WB_OP_TC_COMMIT: { /* the MMAs since the last commit (complete at issue here) arrive once */
             mbar *mb = mbar_at(e, val(th, &o[0]));
             CHECK(i == 0, "tcgen05.commit by thread %d: the MMAs are issued by thread 0", i);
@@ -1867,6 +2003,8 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
     e.tmem = malloc((size_t)TC_LANES * TC_COLS * sizeof *e.tmem);
     e.tc_wrote = calloc(TC_COLS, sizeof *e.tc_wrote);
     e.tc_unread = calloc((size_t)TC_LANES * TC_COLS, 1);
+    e.tc_cp = calloc((size_t)TC_LANES * TC_COLS, 1);
+    e.tc_sf_read = calloc(TC_COLS, sizeof *e.tc_sf_read);
     e.tc_read = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.tc_read);
     e.tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e.tc_recs);
     e.arec = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.arec);
@@ -1876,7 +2014,7 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
         ck_assert(e.rd && e.rd_insn);
     }
     ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight && e.tmem && e.tc_read &&
-              e.tc_recs && e.tc_wrote && e.tc_unread && e.arec);
+              e.tc_recs && e.tc_wrote && e.tc_unread && e.tc_cp && e.tc_sf_read && e.arec);
     for (int w = 0; w < e.nthreads / 32; w++) {
         e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
         e.flight[w].gid = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].gid);
@@ -1903,6 +2041,7 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
         free(e.flight[w].chunk), free(e.flight[w].gid), free(e.flight[w].last);
     free(e.flight), free(e.fences), free(e.written), free(e.reading);
     free(e.tmem), free(e.tc_read), free(e.tc_recs), free(e.tc_wrote), free(e.tc_unread), free(e.arec);
+    free(e.tc_cp), free(e.tc_sf_read);
     free(e.rd), free(e.rd_insn);
     free(e.t);
     free(e.smem);
@@ -2731,6 +2870,38 @@ START_TEST(quantizer_matches_reference)
 }
 END_TEST
 
+/* tcgen05 block-scaled fp4 (sm_100a, sm_103a; --mma tcgen05): NVFP4 x NVFP4 on kind::mxf4nvf4
+ * .scale_vec::4X and MXFP4 x MXFP4 on kind::mxf4 .scale_vec::2X, the e2m1 codes of both operands through
+ * 32B-swizzled shared tiles, the scale factors copied into tensor memory by tcgen05.cp (modelled from the
+ * PTX ISA: duplicated to the four lane quarters, row i at lane i % 32 and column i / 32), negative e4m3
+ * scales of either operand (their signs onto the codes), tensor scales and a bias. The heuristic's
+ * config and forced ones: 16 to 256 tokens a block (two SFB chunks at 256), tails past M, one and many
+ * k tiles, 3 to 8 stages, both targets. */
+START_TEST(tcgen05_block_scaled_matches_reference)
+{
+    static const struct {
+        const char *spec;
+        wb_arch arch;
+        int64_t m, n, k;
+        wb_config cfg;
+    } cases[] = {
+        {"nvfp4", WB_ARCH_SM100A, 100, 256, 512, {.mma = WB_MMA_TCGEN05}},
+        {"nvfp4,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 256, {.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 3}},
+        {"nvfp4", WB_ARCH_SM103A, 5, 128, 64, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
+        {"nvfp4,bias=1", WB_ARCH_SM100A, 300, 128, 1024, {.mma = WB_MMA_TCGEN05, .m_tiles = 32, .stages = 4}},
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32,bias=1", WB_ARCH_SM100A, 129, 128, 512,
+         {.mma = WB_MMA_TCGEN05, .m_tiles = 32, .stages = 4}},
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM103A, 20, 256, 1024, {.mma = WB_MMA_TCGEN05}},
+        {"a=e2m1,ag=32,as=e8m0,ags=1,w=e2m1,ws=e8m0,g=32,wgs=1,out=f16", WB_ARCH_SM103A, 70, 128, 128,
+         {.mma = WB_MMA_TCGEN05, .m_tiles = 16, .stages = 5}},
+        {"a=e2m1,ag=32,as=e8m0,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM100A, 16, 128, 64, {.mma = WB_MMA_TCGEN05, .m_tiles = 2,
+                                                                                   .stages = 3}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case_fp4(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, cases[i].cfg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -2757,5 +2928,9 @@ int main(void)
     tcase_set_timeout(tma, 600);
     tcase_add_test(tma, tma_kernel_matches_reference);
     suite_add_tcase(s, tma);
+    TCase *bs = tcase_create("tcgen05 block-scaled"); /* CK_RUN_CASE="tcgen05 block-scaled" */
+    tcase_set_timeout(bs, 600);
+    tcase_add_test(bs, tcgen05_block_scaled_matches_reference);
+    suite_add_tcase(s, bs);
     return wbt_run(s);
 }

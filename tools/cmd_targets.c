@@ -23,6 +23,9 @@ int cmd_targets(int argc, char **argv)
         printf("\n");
     }
     printf("\nyes: native; emul: ptxas accepts it but expands it into a slower sequence, so warble never\n"
-           "emits it; -: ptxas rejects it for that target. Facts from ptxas 13.0 probes.\n");
+           "emits it; -: ptxas rejects it for that target. Facts from ptxas 13.0 probes.\n"
+           "fp4 x fp4 with the MMA applying the block scales (NVFP4 x NVFP4, MXFP4 x MXFP4): mma.sync\n"
+           "kind::mxf4nvf4 .scale_vec::4X / kind::mxf4 .scale_vec::2X on sm_120a; tcgen05.mma kind::mxf4nvf4\n"
+           ".scale_vec::4X / kind::mxf4 .scale_vec::2X on sm_100a and sm_103a with --mma tcgen05.\n");
     return CLI_OK;
 }
