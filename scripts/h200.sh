@@ -18,7 +18,8 @@
 #                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
 #   scripts/h200.sh tables              the selftest of the kernels the ledger lacks, the weight types at M = 1
-#                                       (two shapes), the W4A16 suite beside torch, TMA sweeps at M = 16384
+#                                       (two shapes), the W4A16 suite beside torch, wgmma sweeps (W4A16 and
+#                                       fp8 at M = 16384 on TMA, W4A8-fp8 and fp8 at M = 16)
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -95,20 +96,22 @@ if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the type
 fi
 if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1, the W4A16 suite beside torch, sweeps at 16384
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  { time step 170 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
-  PYTHONUNBUFFERED=1 step 130 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192,28672x4096 \
+  PYTHONUNBUFFERED=1 step 110 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192,28672x4096 \
     --m 1 --spec "$formats" --out "$LOGS/formats.jsonl" >"$LOGS/formats.log" 2>&1 || tail -5 "$LOGS/formats.log"
   python3 bench/report.py "$LOGS/formats.jsonl" >"$LOGS/formats.md" 2>&1
-  PYTHONUNBUFFERED=1 step 200 python3 bench/warble_peers.py --copy-ceiling \
-    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16,256,4096,16384 \
+  PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --copy-ceiling \
+    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16,256,16384 \
     --out "$LOGS/bench.jsonl" >"$LOGS/bench.log" 2>&1 || tail -5 "$LOGS/bench.log"
   python3 bench/report.py "$LOGS/bench.jsonl" >"$LOGS/bench.md" 2>&1
-  for spec in w4a16 fp8; do
-    step 60 build/warble bench $spec --m 16384 --n 8192 --k 8192 --mma wgmma --load tma --sweep --json \
-      >"$LOGS/sweep-$spec.jsonl" 2>&1 || echo "sweep $spec: exit $?"
+  for sw in "w4a16 16384 --load tma" "fp8 16384 --load tma" "w4a8-fp8 16" "fp8 16"; do
+    read -r spec m load <<<"$sw"
+    # shellcheck disable=SC2086
+    step 40 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
+      >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
   exit 0
 fi
