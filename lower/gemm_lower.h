@@ -315,6 +315,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 
 /* lower_block.c: fp4 x fp4 on the block-scaled MMA */
 void wb_block_setup(lw *L);
+void wb_block_load_sf(lw *L, wb_reg addr, int bytes, wb_reg p, wb_reg dst);
 void wb_block_frag_scale(lw *L, int value);
 void wb_block_frag_ascale(lw *L, int value);
 void wb_block_mma(lw *L, int acc, int weights, int wscales, int acts, int ascales);

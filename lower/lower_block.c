@@ -39,8 +39,14 @@ static void load_sfb(lw *L, const block *B, int mt, wb_reg kt, wb_reg dst)
     /* byte (kt * warps_k + wk) * (64 / ag) of the token's row */
     wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
     wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slice), wb_imm(sfb_bytes(L)), wb_r(B->row[mt]));
-    wb_reg addr = addr64(L, L->ascale, at, 1);
-    if (L->bs == 4) {
+    wb_block_load_sf(L, addr64(L, L->ascale, at, 1), sfb_bytes(L), p, dst);
+}
+
+/* An activation scale word of 4 bytes, or 2 zero-extended, at addr into dst where p holds (dst keeps
+ * its value elsewhere): sm_120a's block-scaled mma.sync and tcgen05's (lower_tcgen05_bs.c). */
+void wb_block_load_sf(lw *L, wb_reg addr, int bytes, wb_reg p, wb_reg dst)
+{
+    if (bytes == 4) {
         wb_emit(L->f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(dst), wb_r(addr));
         wb_guard_last(L->f, p, 0);
         return;

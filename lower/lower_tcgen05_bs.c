@@ -84,17 +84,7 @@ static void load_sfb(lw *L, wb_reg kt, wb_reg dst)
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(p), wb_r(kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_AND, "pred", 3, wb_r(p), wb_r(p), wb_r(L->tcbs_in));
     wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->tcbs), wb_r(L->tcbs_row));
-    wb_reg addr = addr64(L, L->ascale, at, 1);
-    if (nvfp4(L)) {
-        wb_emit(L->f, WB_OP_LD_GLOBAL, "u32", 2, wb_r(dst), wb_r(addr));
-        wb_guard_last(L->f, p, 0);
-        return;
-    }
-    wb_reg h = wb_new_reg(L->f, WB_RC_B16);
-    wb_emit(L->f, WB_OP_MOV, "b16", 2, wb_r(h), wb_imm(0));
-    wb_emit(L->f, WB_OP_LD_GLOBAL, "u16", 2, wb_r(h), wb_r(addr));
-    wb_guard_last(L->f, p, 0);
-    wb_emit(L->f, WB_OP_CVT, "u32.u16", 2, wb_r(dst), wb_r(h));
+    wb_block_load_sf(L, addr64(L, L->ascale, at, 1), nvfp4(L) ? 4 : 2, p, dst);
 }
 
 /* Before the loop: thread t < bm owns token m0 + t's scales; tile 0's are loaded. */

@@ -2616,14 +2616,16 @@ END_TEST
  * memory, the dequantized weights through swizzled shared tiles, mbarrier commits; the heuristic's
  * config and forced ones (16 to 256 tokens a block, 3 to 8 stages, tails past M, one and many k tiles);
  * W8A8 and W4A8 on kind::i8 and kind::f8f6f4; fp4 activations on kind::f16. */
+typedef struct tc_case {
+    const char *spec;
+    wb_arch arch;
+    int64_t m, n, k;
+    wb_config cfg;
+} tc_case;
+
 START_TEST(tcgen05_kernel_matches_reference)
 {
-    static const struct {
-        const char *spec;
-        wb_arch arch;
-        int64_t m, n, k;
-        wb_config cfg;
-    } cases[] = {
+    static const tc_case cases[] = {
         {"w4a16", WB_ARCH_SM100A, 100, 256, 1024, {.mma = WB_MMA_TCGEN05}},
         {"w4a16,bias=1", WB_ARCH_SM103A, 5, 128, 128, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
         {"a=f16,w=int4,ws=f16,g=64", WB_ARCH_SM100A, 16, 128, 64, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
@@ -2879,12 +2881,7 @@ END_TEST
  * k tiles, 3 to 8 stages, both targets. */
 START_TEST(tcgen05_block_scaled_matches_reference)
 {
-    static const struct {
-        const char *spec;
-        wb_arch arch;
-        int64_t m, n, k;
-        wb_config cfg;
-    } cases[] = {
+    static const tc_case cases[] = {
         {"nvfp4", WB_ARCH_SM100A, 100, 256, 512, {.mma = WB_MMA_TCGEN05}},
         {"nvfp4,out=f16,bias=1", WB_ARCH_SM103A, 37, 128, 256, {.mma = WB_MMA_TCGEN05, .m_tiles = 8, .stages = 3}},
         {"nvfp4", WB_ARCH_SM103A, 5, 128, 64, {.mma = WB_MMA_TCGEN05, .m_tiles = 2, .stages = 3}},
