@@ -55,6 +55,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * tile. Decode (M <= 64) splits K, which it does not. */
     int tma_w8a8 = wb_format_w8a8(f) && !f->g && !f->ag, tma_a16 = f->a.bits == 16;
     int tma = (tma_w8a8 || tma_a16) && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 && c->k_slices <= 1;
+    int load_asked = c->load != 0;
     if (!c->load)
         c->load = tma ? WB_LOAD_TMA : WB_LOAD_CP_ASYNC;
     int forced_wk = c->warps_k != 0;
@@ -89,6 +90,11 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         }
     }
     *c = best;
+    /* 16-bit activations with one consumer warpgroup (64 channels a block) have no second one to run
+     * its MMAs while the first dequantizes: cp.async there (M = 256 on 4096 x 14336 and 6144 x 4096,
+     * H200, docs/perf.md: 6-14% slower on TMA) */
+    if (!load_asked && tma_a16 && c->load == WB_LOAD_TMA && c->warps_n && c->warps_n < 8)
+        c->load = WB_LOAD_CP_ASYNC;
     if (!c->m_tiles)
         c->m_tiles = mt_cap < 4 ? mt_cap : 4;
     if (!c->warps_n)
