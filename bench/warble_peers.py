@@ -110,13 +110,15 @@ def make_layers(lib, gpu, fmt, spec_keys, n, k, count):
     sshape = (n // gn, k // g) if g else (n, 1)
     scales = scale_array(lib, ws, sshape)  # one scale set, reused: its bytes are small
     gl = (C.c_float * 1)(1.0)
+    # one random code set, packed into each layer's own buffers: the sets exist to rotate the weights
+    # past L2, and a GEMM's time does not depend on the values (drawing n x k codes per set took most
+    # of a formats step's time limit)
+    codes = codes_ok[torch.randint(0, len(codes_ok), (n, k))].numpy()
+    zero = None
+    if spec_keys["zp"] == "int":
+        zero = torch.randint(0, 1 << w.bits, sshape, dtype=torch.uint8).numpy()
     layers = []
     for _ in range(count):
-        idx = torch.randint(0, len(codes_ok), (n, k))
-        codes = codes_ok[idx].numpy()
-        zero = None
-        if spec_keys["zp"] == "int":
-            zero = torch.randint(0, 1 << w.bits, sshape, dtype=torch.uint8).numpy()
         hw = HostWeights(codes.ctypes.data, scales.ctypes.data, zero.ctypes.data if zero is not None else None,
                          C.cast(gl, C.c_void_p) if spec_keys["wgs"] == "1" else None, None)
         layer = C.c_void_p()
