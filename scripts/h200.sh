@@ -110,7 +110,7 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
   for sw in "w4a16 16384 --load tma" "fp8 16384 --load tma" "w4a8-fp8 16" "fp8 16"; do
     read -r spec m load <<<"$sw"
     # shellcheck disable=SC2086
-    step 40 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
+    step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
   exit 0

@@ -3,7 +3,9 @@
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA) and reports the
  * best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices, --stages,
- * --load) stay fixed. --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
+ * --load) stay fixed. A swept config is first probed with one call per layer; one slower than
+ * SWEEP_PRUNE x the best so far is reported as "pruned" with that probe's time and not timed fully
+ * (at M = 16384 a full timing of a small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
  * synchronization inside a batch). */
 #include "tools/cli.h"
 
@@ -15,6 +17,7 @@
 #define L2_BYTES_X4 (256.0 * 1024 * 1024)
 #define REPS 15
 #define WARMUP 3
+#define SWEEP_PRUNE 1.3
 
 typedef struct bench {
     const cli_args *args;
@@ -72,6 +75,19 @@ static int time_one(bench *b, double *us)
     b->err = WB_OK;
     b->next = 0;
     wb_status s = wb_gpu_time(b->gpu, bench_call, b, WARMUP * b->nlayers, REPS, inner, us);
+    if (b->err != WB_OK)
+        return cli_fail(cli_status_exit(b->err), "wb_layer_gemm: %s", b->err_msg);
+    if (s != WB_OK)
+        return cli_lib_fail(s, "wb_gpu_time");
+    return 0;
+}
+
+/* A sweep's first look at the current config: one call per layer after one warm-up round, in one batch. */
+static int probe_one(bench *b, double *us)
+{
+    b->err = WB_OK;
+    b->next = 0;
+    wb_status s = wb_gpu_time(b->gpu, bench_call, b, b->nlayers, 1, b->nlayers, us);
     if (b->err != WB_OK)
         return cli_fail(cli_status_exit(b->err), "wb_layer_gemm: %s", b->err_msg);
     if (s != WB_OK)
@@ -153,9 +169,15 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
                     cfg.warps_k = forced->warps_k ? forced->warps_k : wks[q];
                     cfg.stages = forced->stages ? forced->stages : st;
                     double us;
-                    if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || time_one(b, &us) != 0)
+                    if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || probe_one(b, &us) != 0)
                         continue;
                     tried++;
+                    if (us > SWEEP_PRUNE * best_us) {
+                        report(b, &cfg, us, "pruned");
+                        continue;
+                    }
+                    if (time_one(b, &us) != 0)
+                        continue;
                     report(b, &cfg, us, "sweep");
                     if (us < best_us)
                         best_us = us, best = cfg;
