@@ -39,7 +39,12 @@ cd "$(dirname "$0")/.."
 RESULTS=$OUT # (steps run sub-scripts with OUT=$LOGS)
 pack() { tar -czf "$RESULTS/logs.tar.gz" -C "$LOGS" . 2>/dev/null; }
 step() { local limit=$1 rc; shift; timeout "$limit" stdbuf -oL -eL "$@"; rc=$?; pack; return $rc; }
-trap pack EXIT
+# the SM clock, power and temperature every 200 ms through the whole call (is a long large-M run
+# slowed by the clock? docs/perf.md), stopped and packed at exit
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
+  >"$LOGS/clocks.csv" 2>/dev/null &
+clocks=$!
+trap 'kill $clocks 2>/dev/null; pack' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 make -j16 all >"$LOGS/build.log" 2>&1 || { tail -30 "$LOGS/build.log"; exit 1; }
 if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
