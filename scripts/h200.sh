@@ -38,7 +38,9 @@ mkdir -p "$OUT" "$LOGS"
 cd "$(dirname "$0")/.."
 RESULTS=$OUT # (steps run sub-scripts with OUT=$LOGS)
 pack() { tar -czf "$RESULTS/logs.tar.gz" -C "$LOGS" . 2>/dev/null; }
-step() { local limit=$1 rc; shift; timeout "$limit" stdbuf -oL -eL "$@"; rc=$?; pack; return $rc; }
+step() { # (each step's start and end in steps.log, to place it in clocks.csv)
+  local limit=$1 rc; shift; echo "$(date +%F' '%T.%N) start $*" >>"$LOGS/steps.log"
+  timeout "$limit" stdbuf -oL -eL "$@"; rc=$?; echo "$(date +%F' '%T.%N) end $rc" >>"$LOGS/steps.log"; pack; return $rc; }
 # the SM clock, power and temperature every 200 ms through the whole call (is a long large-M run
 # slowed by the clock? docs/perf.md), stopped and packed at exit
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
