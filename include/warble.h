@@ -198,6 +198,9 @@ typedef struct wb_config {
                           * chosen from N and K alone, scales on the weights); slower at large M */
     int k_slices;  /* k64 slices each warp takes from a stage (1, 2, 4): more codes per barrier, copy
                     * issue and loop iteration; mma.sync with 16-bit activations only */
+    int persistent; /* 1: one block per SM walks the output tiles in the raster order, its producer
+                     * filling the next tile's stages while the consumers store the last one's sums
+                     * (--load tma only; never the heuristic's choice: not yet run on a GPU) */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };

@@ -183,6 +183,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (ks)
         return ks;
     const wb_config asked = *c;
+    if (c->persistent && !c->load) /* the persistent kernel is the TMA pipeline's */
+        c->load = WB_LOAD_TMA;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
@@ -340,7 +342,8 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
 {
     return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
-           a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b);
+           a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
+           a->persistent == b->persistent;
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -348,8 +351,9 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
     char ks[16] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s", c->m_tiles, c->warps_n, c->warps_k,
-                    c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks, c->batch_invariant ? ",bi=1" : "");
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s", c->m_tiles, c->warps_n,
+                    c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
+                    c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,
@@ -361,6 +365,11 @@ wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, i
     d->grid[0] = (unsigned)(n / lay.bn);
     d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
     d->grid[2] = 1;
+    if (c->persistent) { /* a block per SM at most (the runtime takes the device's count), tiles walked */
+        int64_t tiles = (int64_t)d->grid[0] * d->grid[1], sms = wb_target_get(arch)->sm_count_hint;
+        d->grid[0] = (unsigned)(tiles < sms ? tiles : sms);
+        d->grid[1] = 1;
+    }
     d->block[0] = (unsigned)lay.threads;
     d->block[1] = d->block[2] = 1;
     d->smem_bytes = (unsigned)lay.smem;

@@ -71,6 +71,10 @@ typedef struct lw {
                                           (lower_tma.c) */
     wb_reg tmap, elected, mbar, lead;  /* tma: the map's generic address, thread 0, the first mbarrier, a
                                           consumer warp's lane 0 */
+    int persist;                       /* cfg.persistent: the block walks the output tiles (lower_tma.c) */
+    wb_reg tile, ntiles, kbase;        /* persist: the block's tile (raster order), the tile count, the
+                                          block tiles of K consumed before this output tile */
+    const char *tile_head;             /* persist: the consumers' loop over output tiles */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
@@ -314,6 +318,8 @@ void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 
 /* lower_block.c: fp4 x fp4 on the block-scaled MMA */
+void wb_gemm_raster(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg *by);
+void wb_gemm_tile_grid(lw *L, wb_reg *nx, wb_reg *ny);
 void wb_block_setup(lw *L);
 void wb_block_load_sf(lw *L, wb_reg addr, int bytes, wb_reg p, wb_reg dst);
 void wb_block_frag_scale(lw *L, int value);

@@ -202,6 +202,8 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                        wb_format_w8a8_max_mtiles(f), f->ag ? ", and the slice's token scales" : "", c->m_tiles);
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
+    if (c->persistent && c->load != WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--persistent is built for the TMA pipeline (--load tma) in this build");
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));

@@ -43,10 +43,9 @@
  * the wave's channel tiles, and the tiles it shares stay in L2. The last group holds the rest. */
 enum { RASTER_M = 8 };
 
-static void raster(lw *L, wb_reg *bx, wb_reg *by)
+/* Tile `lin` of an nx x ny grid of (channel, token) tiles in the raster order: its bx, by. */
+void wb_gemm_raster(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg *by)
 {
-    wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
-    wb_reg lin = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx));
     wb_reg span = muli(L, nx, RASTER_M), group = op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(lin), wb_r(span));
     wb_reg first = muli(L, group, RASTER_M);
     wb_reg gm = op2(L, WB_OP_MIN, "u32", WB_RC_B32, wb_r(op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_r(ny), wb_r(first))),
@@ -55,6 +54,28 @@ static void raster(lw *L, wb_reg *bx, wb_reg *by)
                                                                        wb_r(span))));
     *by = add(L, first, op2(L, WB_OP_REM, "u32", WB_RC_B32, wb_r(r), wb_r(gm)));
     *bx = op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(r), wb_r(gm));
+}
+
+static void raster(lw *L, wb_reg *bx, wb_reg *by)
+{
+    wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
+    wb_gemm_raster(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx)), nx, ny, bx, by);
+}
+
+/* The block's first token and first warp strip of tile (bx, by). */
+static void tile_coords(lw *L, wb_reg bx, wb_reg by)
+{
+    L->m0 = muli(L, by, L->lay.bm);
+    if (L->w8a8 && L->fmt->ag) /* the thread's first token */
+        L->tok0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0));
+    L->strip0 = muli(L, bx, L->cfg->warps_n);
+}
+
+/* persist: the grid of output tiles, channel strips (x) by token tiles (y) */
+void wb_gemm_tile_grid(lw *L, wb_reg *nx, wb_reg *ny)
+{
+    *nx = divi(L, L->n, 16 * L->cfg->warps_n);
+    *ny = divi(L, addi(L, L->m, L->lay.bm - 1), L->lay.bm);
 }
 
 static void lower_setup(lw *L)
@@ -77,7 +98,7 @@ static void lower_setup(lw *L)
         L->arow = L->fmt->ag ? divi(L, L->kdim, L->fmt->ag) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
-    if (L->tma)
+    if (L->tma && !L->persist)
         raster(L, &bx, &by);
     L->lane = andi(L, L->tid, 31);
     wb_reg warp = shri(L, L->tid, 5);
@@ -86,10 +107,8 @@ static void lower_setup(lw *L)
     L->vwk = muli(L, L->wk, L->lay.ks); /* the warp's first slice of a stage */
     L->gid = shri(L, L->lane, 2);
     L->tig = andi(L, L->lane, 3);
-    L->m0 = muli(L, by, L->lay.bm);
-    if (L->w8a8 && L->fmt->ag) /* the thread's first token */
-        L->tok0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0));
-    L->strip0 = muli(L, bx, L->cfg->warps_n);
+    if (!L->persist) /* persist: each output tile's, at the top of the tile loop (tile_begin) */
+        tile_coords(L, bx, by);
     L->kchunks = shri(L, L->kdim, L->lay.slice_k == 128 ? 7 : 6); /* slices of one warp's strip along K */
     L->nkt = divi(L, L->kdim, L->lay.bk);
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
@@ -378,7 +397,7 @@ static void lower_kloop(lw *L)
     L->pdl_top = pdl && L->cfg->mma == WB_MMA_SYNC && L->cfg->m_tiles == 1;
     if (L->pdl_top)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
-    if (L->tma)
+    if (L->tma && !L->persist) /* persist: before the tile loop (tile_begin) */
         wb_tma_setup(L);
     if (L->tc)
         wb_tc_setup(L);
@@ -386,7 +405,8 @@ static void lower_kloop(lw *L)
         plan_copies(L);
     plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    if (!L->persist) /* persist: the stages run on from one output tile to the next */
+        L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail, and so do
      * the first stages' weight codes and scales, which no kernel writes; the activations, their scales
      * and the output wait until the previous kernel has finished */
@@ -972,6 +992,39 @@ wb_reg wb_gemm_tensor_scale(lw *L)
     return global;
 }
 
+/* persist (the TMA pipeline, cfg.persistent): the consumers' loop over output tiles. Before it the
+ * mbarriers are set up and the producer branches off into its own walk over the same tiles
+ * (lower_tma.c); the stage offset and the count of block tiles of K consumed run on across output
+ * tiles, so the stages the producer filled for the next tile while the consumers stored this one are
+ * the ones they read next. Each iteration: the tile's coordinates (the raster order over an nx x ny
+ * grid), zeroed sums, the K loop, the epilogue. */
+static void tile_begin(lw *L)
+{
+    wb_tma_setup(L);
+    L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    L->kbase = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    L->tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
+    wb_reg nx, ny, bx, by;
+    wb_gemm_tile_grid(L, &nx, &ny);
+    L->ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
+    L->tile_head = wb_new_label(L->f, "tile");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->tile_head));
+    wb_gemm_raster(L, L->tile, nx, ny, &bx, &by);
+    tile_coords(L, bx, by);
+}
+
+static void tile_end(lw *L)
+{
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kbase), wb_r(L->kbase), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->tile), wb_r(L->tile), wb_r(special(L, "%nctaid.x")));
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->tile), wb_r(L->ntiles));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->tile_head));
+    if (L->t->features & WB_FEAT_GRIDDEP)
+        wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
+    wb_emit(L->f, WB_OP_RET, NULL, 0);
+}
+
 static void lower_epilogue(lw *L, int acc)
 {
     wb_reg *c = L->vals[acc];
@@ -986,8 +1039,9 @@ static void lower_epilogue(lw *L, int acc)
     for (int i = 0; i < nacc && L->raw; i++) /* the raw rule's sums are u x b * 2^(lift - 24) */
         wb_emit(L->f, WB_OP_MUL_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]),
                 wb_f32((float)ldexp(1.0, 24 - wb_dequant_raw_lift(L->fmt, (i & 3) >> 1))));
-    /* the next kernel may be scheduled now, unless it was at the top (lower_kloop) */
-    if ((L->t->features & WB_FEAT_GRIDDEP) && !L->pdl_top)
+    /* the next kernel may be scheduled now, unless it was at the top (lower_kloop); persist: after the
+     * last tile (tile_end) */
+    if ((L->t->features & WB_FEAT_GRIDDEP) && !L->pdl_top && !L->persist)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     if (wkn > 1) {
         if (async_copies(L))
@@ -1062,7 +1116,8 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
-    wb_emit(L->f, WB_OP_RET, NULL, 0);
+    if (!L->persist) /* persist: the next output tile first (tile_end) */
+        wb_emit(L->f, WB_OP_RET, NULL, 0);
 }
 
 wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func *f)
@@ -1085,6 +1140,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tc = k->cfg.mma == WB_MMA_TCGEN05;
     L.tma = k->cfg.load == WB_LOAD_TMA;
+    L.persist = L.tma && k->cfg.persistent;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;
     L.wpre_value = -1;
@@ -1155,12 +1211,20 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             else if (!L.rot)
                 wb_act4_tile(&L, L.kt);
             break;
-        case WB_TOP_ACC: lower_acc(&L, o->result); break;
+        case WB_TOP_ACC:
+            if (L.persist)
+                tile_begin(&L);
+            lower_acc(&L, o->result);
+            break;
         case WB_TOP_MMA: lower_mma(&L, o->args[0], o->args[1], o->args[2]); break;
         case WB_TOP_MMA_SCALED: lower_mma_scaled(&L, o->args[0], o->args[1], o->args[2], o->args[3]); break;
         case WB_TOP_MMA_BLOCK: wb_block_mma(&L, o->args[0], o->args[1], o->args[2], o->args[3], o->args[4]); break;
         case WB_TOP_KLOOP_END: lower_kloop_end(&L); break;
-        case WB_TOP_EPILOGUE: lower_epilogue(&L, o->args[0]); break;
+        case WB_TOP_EPILOGUE:
+            lower_epilogue(&L, o->args[0]);
+            if (L.persist)
+                tile_end(&L);
+            break;
         case WB_TOP_COUNT: break;
         }
     }

@@ -17,10 +17,11 @@
  * block's 384 threads get 168 registers each, the producer keeps 40 and the consumers take 232, which
  * hold the 128-token tiles' sums (fp8: two f32 tiles) without spilling. Everything the producer
  * copies goes through the async proxy, which wgmma reads too, and the mbarrier wait makes it visible
- * to the consumers' ld.shared: no fence.proxy.async is needed. Measured (H100, docs/perf.md): faster
- * than the cp.async loop for per-channel W8A8 (the heuristic's choice above M = 64: int8 by 16%, fp8
- * by 22% at M = 16384), and for W4A16 by 6% at M = 16384 (the heuristic keeps cp.async there: one
- * size measured). */
+ * to the consumers' ld.shared: no fence.proxy.async is needed. Measured (docs/perf.md): faster than
+ * the cp.async loop for per-channel W8A8 (H100, M = 16384: int8 by 16%, fp8 by 22%) and for W4A16
+ * with two consumer warpgroups (H200: 2-16% at M = 256 to 16384); the heuristic's choice there above
+ * M = 64. With cfg.persistent (persist) a block walks output tiles, producer and consumers alike, the
+ * stage uses counted across them (tile_begin in lower_gemm.c). */
 #include "lower/gemm_lower.h"
 
 /* The full (or, with empty set, the empty) mbarrier of stage index idx. */
@@ -48,6 +49,25 @@ static void produce(lw *L)
     int bytes = L->lay.bm * 128 + L->lay.w_stage + L->lay.s_stage;
     wb_reg lead = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_ELECT, NULL, 1, wb_r(lead));
+    /* persist: the same walk over output tiles as the consumers' (tile_begin in lower_gemm.c), stage
+     * uses counted by g across tiles; otherwise g is kt */
+    wb_reg g = {-1}, so = {-1}, tile = {-1}, ntiles = {-1};
+    const char *tile_head = NULL;
+    if (L->persist) {
+        if (L->t->features & WB_FEAT_GRIDDEP)
+            wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+        g = mov(L, "u32", WB_RC_B32, wb_imm(0));
+        so = mov(L, "u32", WB_RC_B32, wb_imm(0));
+        tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
+        wb_reg nx, ny, bx, by;
+        wb_gemm_tile_grid(L, &nx, &ny);
+        ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
+        tile_head = wb_new_label(L->f, "ptile");
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(tile_head));
+        wb_gemm_raster(L, tile, nx, ny, &bx, &by);
+        L->m0 = muli(L, by, L->lay.bm);
+        L->strip0 = muli(L, bx, L->cfg->warps_n);
+    }
     /* warp slice 0: strip strip0, k chunk 0 (chunks are w_bytes apart, strips kchunks chunks) */
     wb_reg wsrc = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_r(L->kchunks)),
                          L->lay.w_bytes);
@@ -59,14 +79,16 @@ static void produce(lw *L)
         sstrip = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->ngroups), wb_imm(L->lay.rec_bytes));
     }
     /* weights and scales are the layer's own, but the tiles are copied together: wait before any copy */
-    if (L->t->features & WB_FEAT_GRIDDEP)
+    if ((L->t->features & WB_FEAT_GRIDDEP) && !L->persist)
         wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
-    wb_reg kt = mov(L, "u32", WB_RC_B32, wb_imm(0)), so = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    wb_reg kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    if (!L->persist) /* persist: g and the stage offset so run on across tiles (set before the tile loop) */
+        so = mov(L, "u32", WB_RC_B32, wb_imm(0)), g = kt;
     const char *head = wb_new_label(L->f, "produce"), *fresh = wb_new_label(L->f, "fresh");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
-    wb_reg idx = remi(L, kt, S), use = divi(L, kt, S);
+    wb_reg idx = remi(L, g, S), use = divi(L, g, S);
     /* a stage's use u > 0 waits until the consumers released use u - 1: its parity is (u - 1) & 1 */
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, kt, S)), wb_text(fresh));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, g, S)), wb_text(fresh));
     mbar_wait(L, stage_bar(L, idx, 1), andi(L, addi(L, use, -1), 1), "empty");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(fresh));
     wb_reg full = stage_bar(L, idx, 0);
@@ -81,8 +103,9 @@ static void produce(lw *L)
                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes))));
     wb_reg sk = {-1};
     if (L->lay.s_stage) { /* the first group of k chunk kt */
-        int g = L->fmt->g;
-        wb_reg group = !g ? mov(L, "u32", WB_RC_B32, wb_imm(0)) : g < WB_KW ? muli(L, kt, WB_KW / g) : divi(L, kt, g / WB_KW);
+        int gk = L->fmt->g;
+        wb_reg group = !gk ? mov(L, "u32", WB_RC_B32, wb_imm(0)) : gk < WB_KW ? muli(L, kt, WB_KW / gk)
+                                                                        : divi(L, kt, gk / WB_KW);
         sk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
                  wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes))));
     }
@@ -104,10 +127,18 @@ static void produce(lw *L)
         wb_guard_last(L->f, lead, 0);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
+    if (L->persist)
+        wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(g), wb_r(g), wb_imm(1));
     wb_gemm_advance_stage(L, so);
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
+    if (!L->persist)
+        return;
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(tile), wb_r(tile), wb_r(special(L, "%nctaid.x")));
+    wb_reg next = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(next), wb_r(tile), wb_r(ntiles));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(next), wb_text(tile_head));
 }
 
 /* Registers per thread of a block of `threads` (ptxas's split of the 64K register file, in units of 8) */
@@ -161,7 +192,8 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
     wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
-    mbar_wait(L, stage_bar(L, divi(L, stage_off, L->lay.stage), 0), andi(L, divi(L, tile, L->cfg->stages), 1), "full");
+    wb_reg g = L->persist ? add(L, L->kbase, tile) : tile; /* persist: counted from the block's first tile */
+    mbar_wait(L, stage_bar(L, divi(L, stage_off, L->lay.stage), 0), andi(L, divi(L, g, L->cfg->stages), 1), "full");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
@@ -171,6 +203,7 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
 void wb_tma_release(lw *L, wb_reg tile)
 {
     wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, tile, L->cfg->stages), 1)));
+    wb_reg g = L->persist ? add(L, L->kbase, tile) : tile;
+    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, g, L->cfg->stages), 1)));
     wb_guard_last(L->f, L->lead, 0);
 }

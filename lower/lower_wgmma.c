@@ -92,10 +92,21 @@ static void land_next(lw *L, int pending, int dist)
     }
     if (L->afp4) /* fp4 activations: tile kt + 1 becomes 16-bit (its stage is not the running group's) */
         wb_act4_tile(L, addi(L, L->kt, 1));
+    /* persist: past K the stage holds (or is being filled with) the next output tile's first block tile,
+     * which the tile's own start loads once it has landed */
+    const char *past = NULL;
+    if (L->persist && (L->pp || L->wpre)) {
+        wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+        past = wb_new_label(L->f, "nonext");
+        wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(addi(L, L->kt, 1)), wb_r(L->nkt));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(past));
+    }
     if (L->pp) /* into the other half's registers: not the ones this group reads */
         pp_fill(L, L->abuf[1 - L->half]);
     else if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
+    if (past)
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(past));
 }
 
 /* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */

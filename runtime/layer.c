@@ -116,6 +116,8 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
     if (cfg && cfg->batch_invariant != 0 && cfg->batch_invariant != 1)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: batch_invariant must be 0 or 1 (got %d)",
                        cfg->batch_invariant);
+    if (cfg && cfg->persistent != 0 && cfg->persistent != 1)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: persistent must be 0 or 1 (got %d)", cfg->persistent);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)
@@ -212,6 +214,9 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
     wb_launch_dims d;
     if ((st = wb_kernel_dims(&layer->f, layer->arch, &cfg, m, layer->n, layer->k, &d)))
         return st;
+    int sms = wb_gpu_sm_count(layer->gpu);
+    if (cfg.persistent && sms > 0 && d.grid[0] > (unsigned)sms) /* the device's SMs, not the target's hint */
+        d.grid[0] = (unsigned)sms;
     /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with quantized
      * activations their scales (u64) and with ags=1 the address of the activation tensor scale, then
      * with TMA loads the map of the activations (M x K, boxes of the block's tokens x 128 bytes). */

@@ -253,6 +253,19 @@ if expect 0 "ptx --load tma" "" -- $W ptx w4a16 --arch sm_90a --m 300 --n 4096 -
         fail "--load tma: not one empty-stage wait (the producer's) beside the consumers' full waits"
     grep -q 'bra \$L_fresh' "$tmp/out" || fail "--load tma: the producer waits for an empty stage on its first use"
 fi
+if expect 0 "ptx --persistent" "" -- $W ptx w4a16 --arch sm_90a --m 4096 --n 4096 --k 4096 --persistent --plain; then
+    # one loop over output tiles for the consumers and one for the producer, stepping by the grid
+    [ "$(grep -c '^\$L_tile' "$tmp/out")" -eq 1 ] && [ "$(grep -c '^\$L_ptile' "$tmp/out")" -eq 1 ] ||
+        fail "--persistent: not one consumer and one producer tile loop"
+    [ "$(grep -c '%nctaid.x' "$tmp/out")" -eq 2 ] || fail "--persistent: the tile loops do not step by the grid"
+    [ "$(grep -c 'griddepcontrol.launch_dependents' "$tmp/out")" -eq 1 ] ||
+        fail "--persistent: the next kernel is let in more than once"
+fi
+expect 0 "ptx --persistent hash" "" -- $W ptx w4a16 --arch sm_90a --m 4096 --persistent --hash
+grep -q 'load=tma,mma=wgmma,persistent=1$' "$tmp/out" || fail "--persistent config: $(cat "$tmp/out")"
+expect 2 "--persistent on cp.async" "built for the TMA pipeline" -- \
+    $W ptx w4a16 --arch sm_90a --m 4096 --persistent --load cp.async
+expect 2 "--persistent on sm_80" "" -- $W ptx w4a16 --arch sm_80 --m 4096 --persistent
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
 expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \
@@ -314,6 +327,7 @@ fi
 if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
     awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma" ||
+                                    $5 == "--mma,wgmma,--load,tma,--persistent" ||
                                     $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4"))) { bad = 1 }
                  END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"

@@ -345,6 +345,43 @@ START_TEST(a16_load_choice)
 }
 END_TEST
 
+/* --persistent: the TMA pipeline with a block per SM at most (the target's count; the runtime takes the
+ * device's), a one-dimensional grid whatever the tile count, the same tile and stages as without it;
+ * refused off the TMA pipeline. */
+START_TEST(persistent_grid)
+{
+    static const struct { const char *spec; int64_t m, n; unsigned grid; } cases[] = {
+        {"w4a16", 4096, 8192, 132}, /* 64 strips x 16 token tiles */
+        {"w4a16", 256, 8192, 128},  /* 64 strips x 2 token tiles of 128 */
+        {"fp8", 16384, 8192, 132},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f = fmt(cases[i].spec);
+        wb_config c = {.persistent = 1}, plain = {.load = WB_LOAD_TMA};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &c), WB_OK);
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &plain), WB_OK);
+        ck_assert_int_eq(c.load, WB_LOAD_TMA);
+        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages == plain.stages);
+        wb_launch_dims d, dp;
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, cases[i].m, cases[i].n, 8192, &d), WB_OK);
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, cases[i].m, cases[i].n, 8192, &dp), WB_OK);
+        ck_assert_uint_eq(d.grid[0], cases[i].grid);
+        ck_assert_uint_eq(d.grid[1], 1);
+        ck_assert(d.block[0] == dp.block[0] && d.smem_bytes == dp.smem_bytes);
+        char *ptx = NULL;
+        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+        ck_assert_ptr_null(strstr(ptx, "%nctaid.y")); /* the tiles come from the walk, not the grid's shape */
+        free(ptx);
+    }
+    wb_format f = fmt("w4a16");
+    wb_config c = {.persistent = 1, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "TMA pipeline"));
+}
+END_TEST
+
 /* --load tma (lower_tma.c): a producer warpgroup after the consumers, one lane of it copying each stage
  * (one TMA copy of the activation tile, one bulk copy of each warp slice's code words and, with scale
  * records, of its records) under the stage's full mbarrier; the consumers wait for full, release each
@@ -958,7 +995,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
@@ -1127,6 +1164,7 @@ int main(void)
     tcase_add_test(t, tcgen05_block_scaled_kinds);
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, a16_load_choice);
+    tcase_add_test(t, persistent_grid);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

@@ -2056,6 +2056,10 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
 {
     wb_launch_dims dims;
     ck_assert_int_eq(wb_kernel_dims(&b->f, b->fn.target->arch, &b->cfg, m, n, k, &dims), WB_OK);
+    if (b->cfg.persistent) { /* a grid of one block per SM (as a GPU with 3 SMs), so each walks several tiles */
+        ck_assert_uint_eq(dims.grid[1], 1);
+        dims.grid[0] = dims.grid[0] < 3 ? dims.grid[0] : 3;
+    }
     int elem = b->f.a.bits / 8;
     fake_tmap tm = {.base = params[1], .rows = m, .cols = k, .elem = elem, .box_rows = 8 * b->cfg.m_tiles,
                     .box_cols = elem ? 128 / elem : 0};
@@ -2725,27 +2729,33 @@ END_TEST
  * producer and consumers fails the case. */
 START_TEST(tma_kernel_matches_reference)
 {
-    static const struct { const char *spec; int64_t m, k; int mt, stages; } cases[] = {
-        {"w4a16", 100, 1024, 8, 3},
-        {"w4a16", 300, 512, 16, 4},
-        {"a=bf16,w=int4,ws=bf16,g=128,bias=1", 100, 512, 16, 3},
-        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", 300, 1024, 8, 4},
-        {"a=f16,w=int8,ws=f16,g=0,out=f16", 300, 512, 16, 3},
-        {"fp8", 100, 1024, 8, 3},
-        {"fp8,out=f16,bias=1", 300, 512, 16, 4},
-        {"int8", 100, 512, 16, 4},
-        {"int8,bias=1", 300, 1024, 8, 3},
+    static const struct { const char *spec; int64_t m, k; int mt, stages, persistent; } cases[] = {
+        {"w4a16", 100, 1024, 8, 3, 0},
+        {"w4a16", 300, 512, 16, 4, 0},
+        {"a=bf16,w=int4,ws=bf16,g=128,bias=1", 100, 512, 16, 3, 0},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", 300, 1024, 8, 4, 0},
+        {"a=f16,w=int8,ws=f16,g=0,out=f16", 300, 512, 16, 3, 0},
+        {"fp8", 100, 1024, 8, 3, 0},
+        {"fp8,out=f16,bias=1", 300, 512, 16, 4, 0},
+        {"int8", 100, 512, 16, 4, 0},
+        {"int8,bias=1", 300, 1024, 8, 3, 0},
         /* 10 token tiles: a group of 8 and one of 2 (raster) */
-        {"w4a16", 300, 512, 4, 3},
-        {"fp8", 300, 512, 4, 3},
+        {"w4a16", 300, 512, 4, 3, 0},
+        {"fp8", 300, 512, 4, 3, 0},
         /* 3 tiles: K ends after the first half of the two-tile loop */
-        {"fp8,bias=1", 100, 384, 8, 3},
+        {"fp8,bias=1", 100, 384, 8, 3, 0},
+        /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
+         * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
+        {"w4a16", 300, 512, 4, 3, 1},
+        {"fp8,out=f16,bias=1", 300, 384, 4, 4, 1},
+        {"int8", 100, 512, 8, 3, 1},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f;
         ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
         wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages};
+                       .stages = cases[i].stages, .persistent = cases[i].persistent};
         (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, cases[i].k, c);
     }
 }

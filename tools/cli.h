@@ -15,7 +15,7 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 /* Every option of every subcommand; a subcommand accepts the subset in its mask. */
 typedef enum cli_opt {
     O_ARCH, O_M, O_N, O_K,
-    O_MMA, O_LOAD, O_STAGES, O_MTILES, O_WARPSN, O_WARPSK, O_KSLICES, O_BATCH_INVARIANT,
+    O_MMA, O_LOAD, O_STAGES, O_MTILES, O_WARPSN, O_WARPSK, O_KSLICES, O_BATCH_INVARIANT, O_PERSISTENT,
     O_ANNOTATE, O_PLAIN, O_HASH, O_JSON, O_SWEEP, O_COMPILE, O_DISPATCH, O_QUICK, O_LIST, O_PENDING, O_LEDGER, O_SEED, O_DEVICE, O_ONLY, O_SKIP,
     O_X, O_XTYPE, O_A, O_ASCALE, O_AGLOBAL, O_W, O_WSCALE, O_WZERO, O_WGLOBAL, O_BIAS, O_OUT,
     O_COUNT
@@ -24,7 +24,7 @@ typedef enum cli_opt {
 #define OPT(o) (1ull << (o))
 #define CLI_CONFIG_OPTS \
     (OPT(O_MMA) | OPT(O_LOAD) | OPT(O_STAGES) | OPT(O_MTILES) | OPT(O_WARPSN) | OPT(O_WARPSK) | OPT(O_KSLICES) | \
-     OPT(O_BATCH_INVARIANT))
+     OPT(O_BATCH_INVARIANT) | OPT(O_PERSISTENT))
 #define CLI_SHAPE_OPTS (OPT(O_M) | OPT(O_N) | OPT(O_K))
 #define CLI_MAX_M 64
 
