@@ -318,8 +318,8 @@ void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 
 /* lower_block.c: fp4 x fp4 on the block-scaled MMA */
-void wb_gemm_raster(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg *by);
-void wb_gemm_tile_grid(lw *L, wb_reg *nx, wb_reg *ny);
+const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);
+void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
 void wb_block_setup(lw *L);
 void wb_block_load_sf(lw *L, wb_reg addr, int bytes, wb_reg p, wb_reg dst);
 void wb_block_frag_scale(lw *L, int value);

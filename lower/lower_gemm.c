@@ -44,7 +44,7 @@
 enum { RASTER_M = 8 };
 
 /* Tile `lin` of an nx x ny grid of (channel, token) tiles in the raster order: its bx, by. */
-void wb_gemm_raster(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg *by)
+static void raster_of(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg *by)
 {
     wb_reg span = muli(L, nx, RASTER_M), group = op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(lin), wb_r(span));
     wb_reg first = muli(L, group, RASTER_M);
@@ -59,7 +59,7 @@ void wb_gemm_raster(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_reg 
 static void raster(lw *L, wb_reg *bx, wb_reg *by)
 {
     wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
-    wb_gemm_raster(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx)), nx, ny, bx, by);
+    raster_of(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx)), nx, ny, bx, by);
 }
 
 /* The block's first token and first warp strip of tile (bx, by). */
@@ -71,11 +71,28 @@ static void tile_coords(lw *L, wb_reg bx, wb_reg by)
     L->strip0 = muli(L, bx, L->cfg->warps_n);
 }
 
-/* persist: the grid of output tiles, channel strips (x) by token tiles (y) */
-void wb_gemm_tile_grid(lw *L, wb_reg *nx, wb_reg *ny)
+/* persist: a walk over the output tiles (the consumers' and the producer's alike), tiles blockIdx.x,
+ * + gridDim.x, ... of the grid of channel strips (x) by token tiles (y), in the raster order. The
+ * walk's head: this tile's coordinates (L->m0, L->strip0) each time round; returns its label. */
+const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles)
 {
-    *nx = divi(L, L->n, 16 * L->cfg->warps_n);
-    *ny = divi(L, addi(L, L->m, L->lay.bm - 1), L->lay.bm);
+    *tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
+    wb_reg nx = divi(L, L->n, 16 * L->cfg->warps_n), ny = divi(L, addi(L, L->m, L->lay.bm - 1), L->lay.bm), bx, by;
+    *ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
+    const char *head = wb_new_label(L->f, name);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
+    raster_of(L, *tile, nx, ny, &bx, &by);
+    tile_coords(L, bx, by);
+    return head;
+}
+
+/* The walk's end: the next tile, back to the head while there is one. */
+void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head)
+{
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(tile), wb_r(tile), wb_r(special(L, "%nctaid.x")));
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(tile), wb_r(ntiles));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
 }
 
 static void lower_setup(lw *L)
@@ -1003,23 +1020,13 @@ static void tile_begin(lw *L)
     wb_tma_setup(L);
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
     L->kbase = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    L->tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
-    wb_reg nx, ny, bx, by;
-    wb_gemm_tile_grid(L, &nx, &ny);
-    L->ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
-    L->tile_head = wb_new_label(L->f, "tile");
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->tile_head));
-    wb_gemm_raster(L, L->tile, nx, ny, &bx, &by);
-    tile_coords(L, bx, by);
+    L->tile_head = wb_gemm_walk_begin(L, "tile", &L->tile, &L->ntiles);
 }
 
 static void tile_end(lw *L)
 {
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kbase), wb_r(L->kbase), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->tile), wb_r(L->tile), wb_r(special(L, "%nctaid.x")));
-    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->tile), wb_r(L->ntiles));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->tile_head));
+    wb_gemm_walk_next(L, L->tile, L->ntiles, L->tile_head);
     if (L->t->features & WB_FEAT_GRIDDEP)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     wb_emit(L->f, WB_OP_RET, NULL, 0);

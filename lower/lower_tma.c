@@ -58,15 +58,7 @@ static void produce(lw *L)
             wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
         g = mov(L, "u32", WB_RC_B32, wb_imm(0));
         so = mov(L, "u32", WB_RC_B32, wb_imm(0));
-        tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
-        wb_reg nx, ny, bx, by;
-        wb_gemm_tile_grid(L, &nx, &ny);
-        ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
-        tile_head = wb_new_label(L->f, "ptile");
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(tile_head));
-        wb_gemm_raster(L, tile, nx, ny, &bx, &by);
-        L->m0 = muli(L, by, L->lay.bm);
-        L->strip0 = muli(L, bx, L->cfg->warps_n);
+        tile_head = wb_gemm_walk_begin(L, "ptile", &tile, &ntiles); /* L->m0, L->strip0: the producer's */
     }
     /* warp slice 0: strip strip0, k chunk 0 (chunks are w_bytes apart, strips kchunks chunks) */
     wb_reg wsrc = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_r(L->kchunks)),
@@ -133,12 +125,8 @@ static void produce(lw *L)
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
-    if (!L->persist)
-        return;
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(tile), wb_r(tile), wb_r(special(L, "%nctaid.x")));
-    wb_reg next = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(next), wb_r(tile), wb_r(ntiles));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(next), wb_text(tile_head));
+    if (L->persist)
+        wb_gemm_walk_next(L, tile, ntiles, tile_head);
 }
 
 /* Registers per thread of a block of `threads` (ptxas's split of the 64K register file, in units of 8) */
@@ -183,6 +171,10 @@ void wb_tma_setup(lw *L)
     L->lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0);
 }
 
+/* A consumer's block tile `tile` of this output tile, counted from the block's first (persist: the
+ * stages and their parities run on across output tiles) */
+static wb_reg block_tile(lw *L, wb_reg tile) { return L->persist ? add(L, L->kbase, tile) : tile; }
+
 /* A consumer: wait until block tile `tile` has landed in the stage at stage_off (use tile / stages of
  * it: parity (tile / stages) & 1). A tile past K is never copied: the rotated loop's last iteration
  * asks for tile nkt. */
@@ -192,7 +184,7 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
     wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
-    wb_reg g = L->persist ? add(L, L->kbase, tile) : tile; /* persist: counted from the block's first tile */
+    wb_reg g = block_tile(L, tile);
     mbar_wait(L, stage_bar(L, divi(L, stage_off, L->lay.stage), 0), andi(L, divi(L, g, L->cfg->stages), 1), "full");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
@@ -203,7 +195,7 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
 void wb_tma_release(lw *L, wb_reg tile)
 {
     wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
-    wb_reg g = L->persist ? add(L, L->kbase, tile) : tile;
+    wb_reg g = block_tile(L, tile);
     wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, g, L->cfg->stages), 1)));
     wb_guard_last(L->f, L->lead, 0);
 }
