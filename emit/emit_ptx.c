@@ -75,6 +75,8 @@ char *wb_emit_ptx(const wb_func *f, const wb_ptx_header *h, int annotate)
     if (h->max_threads)
         /* with .minnctapersm 1 ptxas does not squeeze registers (and spill) for an occupancy target */
         wb_buf_printf(&b, ".maxntid %d, 1, 1\n.minnctapersm 1\n", h->max_threads);
+    if (h->cluster > 1) /* launched in clusters of this many blocks along x (the driver reads it) */
+        wb_buf_printf(&b, ".reqnctapercluster %d, 1, 1\n", h->cluster);
     wb_buf_printf(&b, "{\n");
     int count[WB_RC_COUNT] = {0};
     for (int i = 0; i < f->nregs; i++)

@@ -11,6 +11,7 @@ typedef struct wb_ptx_header {
     int smem_align;            /* dynamic shared memory alignment, 0 = none */
     int max_threads;           /* .maxntid */
     const char *title;         /* a comment line at the top */
+    int cluster;               /* > 1: .reqnctapercluster cluster, 1, 1 */
 } wb_ptx_header;
 
 /* Print a whole module; annotate adds the `// ir:` notes. Returns NULL on out of memory. */

@@ -572,7 +572,7 @@ static wb_status print_ptx(const wb_format *f, wb_type x, wb_arch arch, int glob
     const char *version = strcmp(t->ptx_version, "8.1") < 0 && to_fp8 && !global ? "8.4" : t->ptx_version;
     wb_ptx_header h = {version, t->ptx_target, global ? wb_quant_global_entry() : wb_quant_entry(),
                        global ? gparams : params, global ? (int)WB_COUNT(gparams) : (int)WB_COUNT(params),
-                       global ? 16 : 0, global ? GLOBAL_THREADS : 32 * QUANT_WARPS, title};
+                       global ? 16 : 0, global ? GLOBAL_THREADS : 32 * QUANT_WARPS, title, 0};
     if (!fn.oom)
         *ptx_out = wb_emit_ptx(&fn, &h, 0);
     s = *ptx_out ? WB_OK : wb_fail(WB_ERR_NOMEM, "out of memory printing the quantizer");
