@@ -183,7 +183,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (ks)
         return ks;
     const wb_config asked = *c;
-    if (c->persistent && !c->load) /* the persistent kernel is the TMA pipeline's */
+    if ((c->persistent || c->cluster > 1) && !c->load) /* the persistent and cluster kernels are the TMA pipeline's */
         c->load = WB_LOAD_TMA;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
@@ -325,6 +325,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d, k_slices=%d) needs N a multiple of %d "
                                        "and K a multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k,
                        lay.ks, bn, bk, (long long)n, (long long)k);
+    if (c->cluster > 1 && n % (2 * bn)) /* the blocks of a cluster take neighbouring channel tiles */
+        return wb_fail(WB_ERR_INVALID, "--cluster 2 with warps_n=%d needs N a multiple of %d (two channel tiles of %d; "
+                                       "got N=%lld)", c->warps_n, 2 * bn, bn, (long long)n);
     /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
      * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4; e2m1 widens to at most 12 (2 x 6): 2^20
      * (fp8 W8A8 sums are f32: no such limit) */
@@ -343,7 +346,7 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
     return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
-           a->persistent == b->persistent;
+           a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -351,9 +354,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
     char ks[16] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
-                    c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "");
+                    c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "",
+                    c->cluster > 1 ? ",cluster=2" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,

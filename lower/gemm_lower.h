@@ -72,6 +72,9 @@ typedef struct lw {
     wb_reg tmap, elected, mbar, lead;  /* tma: the map's generic address, thread 0, the first mbarrier, a
                                           consumer warp's lane 0 */
     int persist;                       /* cfg.persistent: the block walks the output tiles (lower_tma.c) */
+    int cluster;                       /* cfg.cluster 2: a pair of blocks on neighbouring channel tiles
+                                          sharing the activation tile by TMA multicast (lower_tma.c) */
+    wb_reg crank, peer;                /* cluster: this block's rank in its pair, the other's */
     wb_reg tile, ntiles, kbase;        /* persist: the block's tile (raster order), the tile count, the
                                           block tiles of K consumed before this output tile */
     const char *tile_head;             /* persist: the consumers' loop over output tiles */
@@ -309,6 +312,7 @@ void wb_wgmma_setup(lw *L);
 void wb_tma_setup(lw *L);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
 void wb_tma_release(lw *L, wb_reg tile);
+void wb_tma_cluster_sync(lw *L);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);

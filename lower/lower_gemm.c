@@ -59,7 +59,17 @@ static void raster_of(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_re
 static void raster(lw *L, wb_reg *bx, wb_reg *by)
 {
     wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
-    raster_of(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx)), nx, ny, bx, by);
+    wb_reg lin = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx));
+    if (!L->cluster) {
+        raster_of(L, lin, nx, ny, bx, by);
+        return;
+    }
+    /* cluster: the pairs (blocks 2i and 2i + 1 along x, ranks 0 and 1) take the raster order's tiles of
+     * a grid half as wide, each pair two neighbouring channel tiles of one token tile */
+    L->crank = special(L, "%cluster_ctarank");
+    L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+    raster_of(L, shri(L, lin, 1), shri(L, nx, 1), ny, bx, by);
+    *bx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*bx), wb_imm(2), wb_r(L->crank));
 }
 
 /* The block's first token and first warp strip of tile (bx, by). */
@@ -1123,6 +1133,8 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
+    if (L->cluster) /* the other block may still arrive on this one's mbarriers: both end together */
+        wb_tma_cluster_sync(L);
     if (!L->persist) /* persist: the next output tile first (tile_end) */
         wb_emit(L->f, WB_OP_RET, NULL, 0);
 }
@@ -1148,6 +1160,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.tc = k->cfg.mma == WB_MMA_TCGEN05;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.persist = L.tma && k->cfg.persistent;
+    L.cluster = L.tma && !L.persist && k->cfg.cluster > 1;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;
     L.wpre_value = -1;

@@ -88,8 +88,16 @@ static void produce(lw *L)
     wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(full), wb_imm(bytes));
     wb_guard_last(L->f, lead, 0);
     wb_reg stage = add(L, L->smem, so);
-    wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap),
-            wb_r(muli(L, kt, L->lay.slice_k)), wb_r(L->m0), wb_r(full));
+    if (L->cluster) { /* this block's half of the activation tile, into both blocks' stage (and bytes) */
+        int half = L->lay.bm / 2;
+        wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_imm(half * 128),
+                         wb_r(addi(L, stage, L->lay.a_off)));
+        wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_imm(half), wb_r(L->m0));
+        wb_emit(L->f, WB_OP_TMA_LOAD_2D_MC, NULL, 6, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, L->lay.slice_k)),
+                wb_r(row), wb_r(full), wb_imm(3));
+    } else
+        wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap),
+                wb_r(muli(L, kt, L->lay.slice_k)), wb_r(L->m0), wb_r(full));
     wb_guard_last(L->f, lead, 0);
     wb_reg wk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes))));
@@ -151,18 +159,26 @@ void wb_tma_setup(lw *L)
     wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
     L->elected = pred_of(L, WB_OP_SETP_EQ, L->tid, 0);
     L->mbar = addi(L, L->smem, L->lay.mbar_off);
+    /* cluster: a stage is refilled (in both blocks: the activation halves are multicast) once the
+     * consumer warps of both have released it */
+    int releasers = consumers / 32 * (L->cluster ? 2 : 1);
     for (int s = 0; s < 2 * S; s++) {
-        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : consumers / 32));
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : releasers));
         wb_guard_last(L->f, L->elected, 0);
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
-    wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    if (L->cluster) /* no copy or arrival may reach the other block before its mbarriers are set up */
+        wb_tma_cluster_sync(L);
+    else
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
     const char *consume = wb_new_label(L->f, "consume"), *idle = wb_new_label(L->f, "idle");
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, L->tid, consumers)), wb_text(consume));
     if (give)
         wb_emit(L->f, WB_OP_SETMAXNREG_DEC, NULL, 1, wb_imm(PRODUCER_REGS));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_GE, L->tid, consumers + 32)), wb_text(idle));
     produce(L);
+    if (L->cluster) /* (the idle warps have ended: the cluster barrier counts them as arrived) */
+        wb_tma_cluster_sync(L);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(consume));
@@ -195,7 +211,21 @@ void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
 void wb_tma_release(lw *L, wb_reg tile)
 {
     wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
-    wb_reg g = block_tile(L, tile);
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(stage_bar(L, remi(L, g, L->cfg->stages), 1)));
+    wb_reg g = block_tile(L, tile), empty = stage_bar(L, remi(L, g, L->cfg->stages), 1);
+    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(empty));
     wb_guard_last(L->f, L->lead, 0);
+    if (L->cluster) { /* and to the other block's producer, whose multicast writes this block's stage too */
+        wb_reg remote = op2(L, WB_OP_MAPA, NULL, WB_RC_B32, wb_r(empty), wb_r(L->peer));
+        wb_emit(L->f, WB_OP_MBAR_ARRIVE_REMOTE, NULL, 1, wb_r(remote));
+        wb_guard_last(L->f, L->lead, 0);
+    }
+}
+
+/* cluster: every thread of both blocks meets (barrier.cluster; threads that have ended count as
+ * arrived): after the mbarriers are set up, and before a block ends, since the other may still
+ * arrive on its mbarriers */
+void wb_tma_cluster_sync(lw *L)
+{
+    wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
+    wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
 }

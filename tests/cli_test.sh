@@ -266,6 +266,30 @@ grep -q 'load=tma,mma=wgmma,persistent=1$' "$tmp/out" || fail "--persistent conf
 expect 2 "--persistent on cp.async" "built for the TMA pipeline" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --persistent --load cp.async
 expect 2 "--persistent on sm_80" "" -- $W ptx w4a16 --arch sm_80 --m 4096 --persistent
+if expect 0 "ptx --cluster 2" "" -- $W ptx fp8 --arch sm_90a --m 4096 --n 4096 --k 4096 --cluster 2 --plain; then
+    # launched in pairs; each block multicasts its half of the activation tile into both and releases a
+    # stage to both producers; every thread of the pair meets after the mbarriers are set up and at the end
+    grep -q '^\.reqnctapercluster 2, 1, 1$' "$tmp/out" || fail "--cluster 2: no .reqnctapercluster 2, 1, 1"
+    [ "$(grep -c 'multicast::cluster \[.*\], 3;$' "$tmp/out")" -eq 1 ] || fail "--cluster 2: not one multicast copy"
+    grep -q 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \[' "$tmp/out" &&
+        fail "--cluster 2: a plain activation copy beside the multicast"
+    [ "$(grep -c 'mbarrier.arrive.release.cluster.shared::cluster' "$tmp/out")" -ge 1 ] &&
+        [ "$(grep -c 'mapa.shared::cluster' "$tmp/out")" -eq "$(grep -c 'mbarrier.arrive.release.cluster' "$tmp/out")" ] ||
+        fail "--cluster 2: no remote release, or one without mapa"
+    [ "$(grep -c 'barrier.cluster.wait' "$tmp/out")" -eq 3 ] ||
+        fail "--cluster 2: not three cluster barriers (after setup, the producer's end, the consumers' end)"
+fi
+expect 0 "ptx --cluster hash" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --hash
+grep -q 'load=tma,mma=wgmma,cluster=2$' "$tmp/out" || fail "--cluster config: $(cat "$tmp/out")"
+expect 0 "check --cluster 2" " ok" -- $W check int8 --arch sm_90a --m 1000 --n 4096 --k 4096 --cluster 2
+expect 2 "--cluster on cp.async" "built for the TMA pipeline" -- \
+    $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --load cp.async
+expect 2 "--cluster with --persistent" "without --persistent" -- \
+    $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --persistent
+expect 2 "--cluster 3" "must be 1 or 2" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 3
+expect 2 "--cluster odd m-tiles" "even m_tiles" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --m-tiles 9
+expect 2 "--cluster odd channel tiles" "two channel tiles" -- \
+    $W ptx fp8 --arch sm_90a --m 4096 --n 384 --k 4096 --cluster 2 --warps-n 8
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
 expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \
@@ -328,6 +352,7 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
     awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma" ||
                                     $5 == "--mma,wgmma,--load,tma,--persistent" ||
+                                    $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
                                     $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4"))) { bad = 1 }
                  END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"

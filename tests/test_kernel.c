@@ -382,6 +382,61 @@ START_TEST(persistent_grid)
 }
 END_TEST
 
+/* --cluster 2: the TMA pipeline in pairs of blocks (.reqnctapercluster 2, 1, 1) on an even grid of
+ * channel tiles, the same tile, stages and shared memory as without it, each block multicasting half
+ * of the activation tile; refused off the TMA pipeline, with --persistent, with an odd m_tiles or an
+ * odd count of channel tiles. */
+START_TEST(cluster_pairs)
+{
+    static const char *const specs[] = {"w4a16", "fp8", "int8"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        wb_format f = fmt(specs[i]);
+        wb_config c = {.cluster = 2}, plain = {.load = WB_LOAD_TMA};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &plain), WB_OK);
+        ck_assert_int_eq(c.load, WB_LOAD_TMA);
+        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages == plain.stages);
+        ck_assert(!wb_config_equal(&c, &plain));
+        wb_launch_dims d, dp;
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, 4096, 8192, 8192, &d), WB_OK);
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, 4096, 8192, 8192, &dp), WB_OK);
+        ck_assert(d.grid[0] == dp.grid[0] && d.grid[1] == dp.grid[1] && d.grid[0] % 2 == 0);
+        ck_assert(d.block[0] == dp.block[0] && d.smem_bytes == dp.smem_bytes);
+        char *ptx = NULL;
+        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+        ck_assert_ptr_nonnull(strstr(ptx, ".reqnctapercluster 2, 1, 1\n"));
+        ck_assert_ptr_nonnull(strstr(ptx, "%cluster_ctarank"));
+        ck_assert_ptr_nonnull(strstr(ptx, ".multicast::cluster"));
+        ck_assert_ptr_nonnull(strstr(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"));
+        free(ptx);
+        ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &plain, 0, &ptx), WB_OK);
+        ck_assert_ptr_null(strstr(ptx, "cluster_ctarank"));
+        ck_assert_ptr_null(strstr(ptx, "reqnctapercluster"));
+        free(ptx);
+        /* 8192 / 128 channel tiles pair up; 384 / 128 do not */
+        ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 4096, 8192, 8192), WB_OK);
+        if (c.warps_n == 8) {
+            ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 4096, 384, 8192), WB_ERR_INVALID);
+            ck_assert_ptr_nonnull(strstr(wb_last_error(), "two channel tiles"));
+        }
+    }
+    wb_format f = fmt("fp8");
+    const wb_config bad[] = {
+        {.cluster = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA},
+        {.cluster = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1},
+        {.cluster = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .m_tiles = 9},
+        {.cluster = 3, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wb_config c = bad[i];
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
+        char *ptx = NULL;
+        ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_ERR_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(wb_last_error(), "cluster"));
+    }
+}
+END_TEST
+
 /* --load tma (lower_tma.c): a producer warpgroup after the consumers, one lane of it copying each stage
  * (one TMA copy of the activation tile, one bulk copy of each warp slice's code words and, with scale
  * records, of its records) under the stage's full mbarrier; the consumers wait for full, release each
@@ -995,7 +1050,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
@@ -1165,6 +1220,7 @@ int main(void)
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, a16_load_choice);
     tcase_add_test(t, persistent_grid);
+    tcase_add_test(t, cluster_pairs);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);
