@@ -22,7 +22,8 @@
 #                                       fp8 at M = 16384 on TMA, W4A8-fp8 and fp8 at M = 16)
 #   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, W4A16 on the TMA pipeline
 #                                       and its persistent form beside torch (M = 1024..16384), fp8 and int8
-#                                       the same (bench/ab_tma.sh), ncu counters of four decode kernels
+#                                       the same with --cluster 2 (bench/ab_tma.sh), ncu counters of four
+#                                       decode kernels
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -153,7 +154,7 @@ if [ "$mode" = persist ]; then # the kernels the ledger lacks, the persistent TM
     PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec w4a16 --load $load "${torch[@]}" \
       --shapes $shape --m 1024,4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   done
-  OUT=$LOGS MS=16384 SPECS="fp8;int8" step 90 bash bench/ab_tma.sh
+  OUT=$LOGS MS="4096 16384" SPECS="fp8;int8;w4a16" step 150 bash bench/ab_tma.sh
   python3 bench/report.py "$LOGS/peers.jsonl" >"$LOGS/peers.md" 2>&1
   # where the decode kernels' warps wait (W4A16 at M = 1 and 16 on mma.sync, W4A8 and fp8 at 16 on wgmma)
   for run in "w4a16 1" "w4a16 16" "w4a8-fp8 16" "fp8 16"; do
