@@ -20,10 +20,10 @@
 #   scripts/h200.sh tables              the selftest of the kernels the ledger lacks, the weight types at M = 1
 #                                       (two shapes), the W4A16 suite beside torch, wgmma sweeps (W4A16 and
 #                                       fp8 at M = 16384 on TMA, W4A8-fp8 and fp8 at M = 16)
-#   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, W4A16 on the TMA pipeline
-#                                       and its persistent form beside torch (M = 1024..16384), fp8 and int8
-#                                       the same with --cluster 2 (bench/ab_tma.sh), ncu counters of four
-#                                       decode kernels
+#   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 at
+#                                       M = 16384 on cp.async, TMA, TMA persistent and TMA in clusters of two
+#                                       (bench/ab_tma.sh), ncu counters of three decode kernels, W4A16 on TMA
+#                                       and persistent beside torch
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -144,25 +144,24 @@ if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside
   python3 bench/report.py "$LOGS/formats.jsonl" >"$LOGS/formats.md" 2>&1
   exit 0
 fi
-if [ "$mode" = persist ]; then # the kernels the ledger lacks, the persistent TMA kernel beside the plain one and torch, decode counters
+if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants at large M, decode counters, persistent beside torch
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
-  for run in "tma 8192x8192" "tma-persistent 8192x8192" "tma 28672x4096" "tma-persistent 28672x4096"; do
-    read -r load shape <<<"$run"
-    torch=(); [ $load = tma-persistent ] && torch=(--no-torch)
-    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec w4a16 --load $load "${torch[@]}" \
-      --shapes $shape --m 1024,4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
-  done
-  OUT=$LOGS MS="4096 16384" SPECS="fp8;int8;w4a16" step 150 bash bench/ab_tma.sh
-  python3 bench/report.py "$LOGS/peers.jsonl" >"$LOGS/peers.md" 2>&1
-  # where the decode kernels' warps wait (W4A16 at M = 1 and 16 on mma.sync, W4A8 and fp8 at 16 on wgmma)
-  for run in "w4a16 1" "w4a16 16" "w4a8-fp8 16" "fp8 16"; do
+  # cp.async, TMA, TMA persistent, TMA in clusters of two: fp8, int8, W4A16 at M = 16384 (events timing)
+  OUT=$LOGS MS=16384 SPECS="fp8;int8;w4a16" step 200 bash bench/ab_tma.sh
+  # where the decode kernels' warps wait (W4A16 at M = 1 and 16 on mma.sync, W4A8-fp8 at 16 on wgmma)
+  for run in "w4a16 1" "w4a16 16" "w4a8-fp8 16"; do
     read -r spec m <<<"$run"
-    step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+    step 50 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SpeedOfLight \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats \
       --section WarpStateStats --section Occupancy --section LaunchStats \
       build/warble bench $spec --m $m --n 8192 --k 8192 >"$LOGS/ncu-$spec-m$m.txt" 2>&1 || echo "ncu $spec m=$m: exit $?"
+  done
+  for load in tma tma-persistent; do # beside torch f16 in one process (graph replays)
+    torch=(); [ $load = tma-persistent ] && torch=(--no-torch)
+    PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec w4a16 --load $load "${torch[@]}" \
+      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   done
   exit 0
 fi
