@@ -86,17 +86,63 @@
  * waited for, fails too. bar.warp.sync and setmaxnreg are warp collectives that only meet. Dropping the
  * swizzle, the consumers' full wait or the producer's empty wait, the release, moving the release
  * before wait_group, expect_tx or a bulk size 16 bytes off, or the wrong TMA row makes these cases fail;
- * zero-filling rows past M is not observable (those tokens' outputs are never stored). */
+ * zero-filling rows past M is not observable (those tokens' outputs are never stored).
+ *
+ * Thread block clusters (cfg.cluster 2, sm_90a: TMA multicast; cluster_multicast_kernel): blocks (2i, y)
+ * and (2i + 1, y) run together as ranks 0 and 1 (%cluster_ctarank; %cluster_nctarank 2; without a
+ * cluster 0 and 1), a round of one's threads, then one of the other's, until both have ended; a turn
+ * in which neither moves is a deadlock. grid.x must be even, and each block's TMA box is half its
+ * tokens (runtime/layer.c's tensor map). mapa models a shared::cluster address as (rank + 1) << 24 |
+ * offset (a plain shared offset means the own block). cp.async.bulk.tensor .multicast::cluster writes
+ * the box at the same offset into every block of its ctaMask, its bytes completing on the mbarrier at
+ * the same offset in each; mbarrier.arrive.release.cluster arrives on the block its address names;
+ * barrier.cluster.arrive / wait is a split barrier over both blocks' threads (a wait spins until every
+ * live thread of the cluster has arrived as often; ended threads count as arrived). A multicast or
+ * remote arrival needs the destination's mbarrier initialized (so a cluster barrier between init and
+ * the first multicast) and the destination alive (so a cluster barrier before the end); a mask or mapa
+ * rank outside the cluster fails. Releases name the block of their mbarrier, and a thread sees only
+ * its own block's phases: a multicast into a peer's chunk needs each of the peer's readers to have
+ * released it on the issuing block's mbarrier (a remote arrival) in a phase the issuing thread has seen.
+ * After a bar.warp.sync, every arrival of a lane (its block's, a peer's) releases the reads of the
+ * lanes that have read nothing since the meeting. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "dsl/tile.h"
 #include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
 #include "testutil.h"
+
+/* Every failure the interpreter reports goes through interp_fail, so that a mutant kernel that must
+ * fail can run in a child process (expect_failure) and its message be checked there: the child writes
+ * it to fail_fd and exits with MUTANT_FAILED, without Check's reporting (which would fail the test). */
+enum { MUTANT_FAILED = 86 };
+static int fail_fd = -1;
+
+static void interp_fail(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+static void interp_fail(const char *file, int line, const char *fmt, ...)
+{
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (fail_fd >= 0) {
+        if (write(fail_fd, msg, strlen(msg)) < 0)
+            _exit(MUTANT_FAILED + 1);
+        _exit(MUTANT_FAILED); /* _exit: no atexit handlers (LeakSanitizer would report the abandoned run) */
+    }
+    _ck_assert_failed(file, line, "Failed", "%s", msg);
+}
+
+#undef ck_abort_msg
+#define ck_abort_msg(...) interp_fail(__FILE__, __LINE__, __VA_ARGS__)
 
 #define CHECK(cond, ...)               \
     do {                               \
@@ -110,11 +156,21 @@ enum { RUN, AT_WARP, AT_BAR, SPIN, DONE };
 /* MAX_MBARS: --load tma's full and empty barrier per stage (8 stages at most), tcgen05's two */
 enum { MAX_MBARS = 24, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
 
-/* A release by a thread: an mbarrier arrival (mbar: its index; phase: the phase it counts toward) or
- * its arrival at a bar.sync (mbar -1; phase: the barrier's generation, counted from 1 in the block). */
+/* A release by a thread: an mbarrier arrival (cta: the rank in its cluster of the block whose mbarrier
+ * it is, the own one or, by a remote arrival, the peer's; mbar: its index there; phase: the phase it
+ * counts toward), its arrival at a bar.sync (mbar REL_BAR, cta its own block; phase: the barrier's
+ * generation, counted from 1 in the block) or at a barrier.cluster (mbar REL_CLUSTER; phase: its
+ * count of arrivals there, which every thread of the cluster that waits as often sees). */
 typedef struct rel_ev {
-    int mbar, phase;
+    int cta, mbar, phase;
 } rel_ev;
+
+enum { REL_BAR = -1, REL_CLUSTER = -2 };
+
+/* mapa's shared::cluster address of shared offset off in the block of rank r: an encoding that no
+ * shared::cta offset can have (those stay below 2^24), so that an access through one is told apart. */
+#define CLUSTER_ADDR(r, off) (((uint64_t)(r) + 1) << 24 | (uint64_t)(off))
+enum { CLUSTER_OFF_BITS = 24 };
 
 typedef struct thread {
     int pc, state;
@@ -126,8 +182,10 @@ typedef struct thread {
     int bars;            /* bar.sync generations passed */
     rel_ev *rel;         /* its releases in order (nrel of them; relcap allocated): TMA kernels only */
     int nrel, relcap;
-    int warp_met;        /* met its warp at a bar.warp.sync and made no arrival since: an arrival now
-                            releases for every lane of the warp (their reads came before the meeting) */
+    int warp_met;        /* met its warp at a bar.warp.sync and read no shared memory since: an mbarrier
+                            arrival of any lane of the warp now releases its reads too (they came before
+                            the meeting, which came before the arrival) */
+    int carrive, cwait;  /* barrier.cluster arrivals, and waits completed */
     uint64_t *r;
     int *busy;           /* per register: the wgmma group + 1 that reads or writes it (wgmma_flight) */
     int commits;         /* wgmma.commit_group executed */
@@ -158,9 +216,10 @@ typedef struct fake_tmap {
 #define TMAP_ADDR 0x7A5A000000000000ull
 
 /* The async copy (TMA or cp.async.bulk) that last wrote a 16-byte chunk of shared memory, until a
- * generic write: its mbarrier (index + 1; 0: none), the phase its bytes complete, its instruction. */
+ * generic write: its mbarrier (index + 1 in this block; 0: none), the phase its bytes complete, its
+ * instruction and the rank of the block that issued it (a multicast may be a peer's). */
 typedef struct async_rec {
-    int mbar, phase, insn;
+    int mbar, phase, insn, cta;
 } async_rec;
 
 /* The tcgen05.mma of one commit (or of the one not yet committed: open): the mbarrier its commit
@@ -241,7 +300,41 @@ typedef struct emu {
     int *tc_sf_read;    /* per column: the record + 1 of the last MMA that read scale factors there */
     tc_rec *tc_recs;
     int ntc_recs;
+    /* a thread block cluster along x (cfg.cluster 2): the block's rank in it and its size (0 and 1
+     * without one), the other block of the pair (NULL without one); ended: every thread of the block has
+     * ended (the blocks of a cluster take turns by rounds, so one may end before the other) */
+    int rank, csize;
+    struct emu *peer;
+    int ended;
 } emu;
+
+/* Text for messages, returned by value (a temporary lives to the end of the call that prints it). */
+typedef struct name_buf {
+    char s[48];
+} name_buf;
+
+/* "thread t", or "thread t of CTA r" in a cluster. */
+static name_buf who(const emu *e, int t)
+{
+    name_buf b;
+    if (e->csize > 1)
+        snprintf(b.s, sizeof b.s, "thread %d of CTA %d", t, e->rank);
+    else
+        snprintf(b.s, sizeof b.s, "thread %d", t);
+    return b;
+}
+
+/* " of CTA r" in a cluster, else nothing: whose shared memory or mbarrier a message means. */
+static name_buf of_cta(const emu *e)
+{
+    name_buf b = {{0}};
+    if (e->csize > 1)
+        snprintf(b.s, sizeof b.s, " of CTA %d", e->rank);
+    return b;
+}
+
+/* The block of rank r of e's cluster (r below its size: checked by the caller). */
+static emu *cta_of(emu *e, int r) { return r == e->rank ? e : e->peer; }
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
                                                  "p_ascale", "p_aglobal",
@@ -278,25 +371,26 @@ static uint8_t *shared_at(emu *e, uint64_t addr, int bytes)
     return e->smem + addr;
 }
 
-/* Any write of `bytes` of shared memory at addr by thread e->cur (or a copy it issued): no incomplete
- * wgmma may read those bytes (the hardware reads B at any time before wgmma.wait_group), nor a
- * tcgen05.mma whose commit this thread has not seen. */
-static void shared_write_check(emu *e, uint64_t addr, int bytes)
+/* Any write of `bytes` of shared memory at addr of block d by thread `it` of block s (a store, or a
+ * copy it issued: a multicast writes a peer's too): no incomplete wgmma of d may read those bytes (the
+ * hardware reads B at any time before wgmma.wait_group), nor a tcgen05.mma whose commit the writer has
+ * not seen (a peer cannot have seen it). */
+static void shared_write_check(const emu *d, const emu *s, int it, uint64_t addr, int bytes)
 {
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
-        if (e->reading[c]) {
+        if (d->reading[c]) {
             int w = 0;
-            while (!(e->reading[c] >> w & 1))
+            while (!(d->reading[c] >> w & 1))
                 w++;
-            ck_abort_msg("thread %d (insn %d) writes shared %llu (+%d) while warp %d's incomplete wgmma reads it",
-                         e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes, w);
+            ck_abort_msg("%s (insn %d) writes shared %llu (+%d)%s while warp %d's incomplete wgmma reads it",
+                         who(s, it).s, s->t[it].pc, (unsigned long long)addr, bytes, of_cta(d).s, w);
         }
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
-        if (e->tc_read[c]) {
-            const tc_rec *rec = &e->tc_recs[e->tc_read[c] - 1];
-            CHECK(!rec->open && e->t[e->cur].seen_rec >= e->tc_read[c],
-                  "thread %d (insn %d) writes shared %llu (+%d) while a tcgen05.mma that reads it may run (%s)",
-                  e->cur, e->t[e->cur].pc, (unsigned long long)addr, bytes,
+        if (d->tc_read[c]) {
+            const tc_rec *rec = &d->tc_recs[d->tc_read[c] - 1];
+            CHECK(d == s && !rec->open && s->t[it].seen_rec >= d->tc_read[c],
+                  "%s (insn %d) writes shared %llu (+%d)%s while a tcgen05.mma that reads it may run (%s)",
+                  who(s, it).s, s->t[it].pc, (unsigned long long)addr, bytes, of_cta(d).s,
                   rec->open ? "not committed" : "its commit's mbarrier phase not waited for by this thread");
         }
 }
@@ -305,7 +399,7 @@ static void shared_write_check(emu *e, uint64_t addr, int bytes)
  * writer's next fence.proxy.async; the chunks hold no async copy's data any more. */
 static void shared_write(emu *e, uint64_t addr, int bytes)
 {
-    shared_write_check(e, addr, bytes);
+    shared_write_check(e, e, e->cur, addr, bytes);
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++)
         e->arec[c].mbar = 0;
     for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
@@ -314,17 +408,22 @@ static void shared_write(emu *e, uint64_t addr, int bytes)
 
 /* Thread t reads `bytes` of shared memory at addr (what: the instruction): a chunk an async copy wrote
  * holds its data only once the copy's mbarrier phase is complete, and the thread may rely on that only
- * after seeing the phase (mbarrier.try_wait): otherwise a race with the copy. */
+ * after seeing the phase (mbarrier.try_wait): otherwise a race with the copy. The mbarrier is this
+ * block's own, also for a peer's multicast (its bytes complete on each destination's mbarrier). */
 static void check_landed(const emu *e, int t, uint64_t addr, int bytes, const char *what)
 {
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++) {
         const async_rec *ar = &e->arec[c];
-        if (ar->mbar && e->t[t].seen[ar->mbar - 1] < ar->phase)
-            ck_abort_msg("thread %d (insn %d, %s) reads shared %llu, written by the async copy of insn %d, before "
+        if (ar->mbar && e->t[t].seen[ar->mbar - 1] < ar->phase) {
+            name_buf by = {{0}};
+            if (e->csize > 1)
+                snprintf(by.s, sizeof by.s, " of CTA %d", ar->cta);
+            ck_abort_msg("%s (insn %d, %s) reads shared %llu, written by the async copy of insn %d%s, before "
                          "waiting for the phase that copy completes: it has seen %d phases of mbarrier %d (shared "
-                         "%llu), the copy's bytes complete phase %d", t, e->t[t].pc, what, (unsigned long long)(16 * c),
-                         ar->insn, e->t[t].seen[ar->mbar - 1], ar->mbar - 1,
+                         "%llu), the copy's bytes complete phase %d", who(e, t).s, e->t[t].pc, what,
+                         (unsigned long long)(16 * c), ar->insn, by.s, e->t[t].seen[ar->mbar - 1], ar->mbar - 1,
                          (unsigned long long)e->mbars[ar->mbar - 1].addr, ar->phase);
+        }
     }
 }
 
@@ -336,9 +435,11 @@ static void check_landed_warp(const emu *e, int w, uint64_t addr, int bytes, con
 }
 
 /* Thread t's read of chunk c ends here (insn): a later async copy into the chunk must be ordered after
- * one of the releases t makes from now on (check_released). */
+ * one of the releases t makes from now on (check_released). A read after its warp's last meeting is
+ * not ordered by the meeting: warp_met ends. */
 static void note_read(emu *e, int t, uint64_t c, int insn)
 {
+    e->t[t].warp_met = 0;
     if (!e->rd)
         return;
     e->rd[c * (uint64_t)e->nthreads + (uint64_t)t] = (uint32_t)e->t[t].nrel + 1;
@@ -353,9 +454,10 @@ static void shared_read(emu *e, int t, uint64_t addr, int bytes, const char *wha
         note_read(e, t, c, e->t[t].pc);
 }
 
-/* Thread t releases (arrives on mbarrier index idx, counting toward phase; or, idx -1, at the bar.sync
- * of generation phase): whoever sees that phase complete is ordered after t's earlier reads. */
-static void note_release(emu *e, int t, int idx, int phase)
+/* Thread t of block e releases (arrives on mbarrier index idx of the block of rank cta, counting toward
+ * phase; or at the bar.sync of generation phase, idx REL_BAR; or at its phase-th barrier.cluster, idx
+ * REL_CLUSTER): whoever sees that phase complete is ordered after t's earlier reads. */
+static void note_release(emu *e, int t, int cta, int idx, int phase)
 {
     thread *th = &e->t[t];
     if (!e->rd)
@@ -365,68 +467,95 @@ static void note_release(emu *e, int t, int idx, int phase)
         th->rel = realloc(th->rel, (size_t)th->relcap * sizeof *th->rel);
         ck_assert_ptr_nonnull(th->rel);
     }
-    th->rel[th->nrel++] = (rel_ev){idx, phase};
+    th->rel[th->nrel++] = (rel_ev){cta, idx, phase};
 }
 
-static int has_seen(const thread *th, rel_ev ev)
+/* Thread i of block e arrives on an mbarrier (of the block of rank cta: index idx, toward phase): a
+ * release of its own reads, and of those of every lane of its warp that met it at a bar.warp.sync and
+ * has read nothing since (so a lane's arrivals on two mbarriers after one meeting, its own block's and
+ * a peer's, both release the warp). */
+static void warp_release(emu *e, int i, int cta, int idx, int phase)
 {
-    return ev.mbar < 0 ? th->bars >= ev.phase : th->seen[ev.mbar] >= ev.phase;
+    int base = i - i % 32;
+    for (int l = 0; l < 32; l++)
+        if (base + l == i || e->t[base + l].warp_met)
+            note_release(e, base + l, cta, idx, phase);
 }
 
-/* Write after read: an async copy into chunk c, issued by thread e->cur, overwrites what every thread
- * read of it since the last copy; each such read must happen before the copy: the reader released
- * (an mbarrier arrival, a bar.sync) after it, in a phase the issuing thread has seen complete. The
- * interpreter runs a thread on to its next wait, so without this a consumer that releases a stage
- * before it is done with it (before its wgmma.wait_group, or before a last ld.shared) would go
- * unnoticed. */
-static void check_released(emu *e, uint64_t c)
+/* Thread th of the block of rank `rank` has seen release ev: an mbarrier phase or bar.sync generation of
+ * its own block (a thread waits on its own block's mbarriers alone: a peer's are never seen), or a
+ * barrier.cluster arrival it has waited past. */
+static int has_seen(int rank, const thread *th, rel_ev ev)
 {
-    if (!e->rd)
+    if (ev.mbar == REL_CLUSTER)
+        return th->cwait >= ev.phase;
+    if (ev.cta != rank)
+        return 0;
+    return ev.mbar == REL_BAR ? th->bars >= ev.phase : th->seen[ev.mbar] >= ev.phase;
+}
+
+/* Write after read: an async copy into chunk c of block d, issued by thread `it` of block s (a peer's
+ * multicast, or d's own), overwrites what every thread of d read of it since the last copy; each such
+ * read must happen before the copy: the reader released (an mbarrier arrival, on the issuing block's
+ * mbarrier when it is a peer; a bar.sync) after it, in a phase the issuing thread has seen complete.
+ * The interpreter runs a thread on to its next wait, so without this a consumer that releases a stage
+ * before it is done with it (before its wgmma.wait_group, or before a last ld.shared), or releases it
+ * to its own block alone when a peer's multicast refills it, would go unnoticed. */
+static void check_released(emu *d, const emu *s, int it, uint64_t c)
+{
+    if (!d->rd)
         return;
-    const thread *p = &e->t[e->cur];
-    uint32_t *rd = &e->rd[c * (uint64_t)e->nthreads];
-    for (int t = 0; t < e->nthreads; t++) {
-        if (!rd[t] || t == e->cur) {
+    const thread *p = &s->t[it];
+    uint32_t *rd = &d->rd[c * (uint64_t)d->nthreads];
+    for (int t = 0; t < d->nthreads; t++) {
+        if (!rd[t] || (d == s && t == it)) {
             rd[t] = 0;
             continue;
         }
-        const thread *r = &e->t[t];
+        const thread *r = &d->t[t];
         int j = (int)rd[t] - 1;
-        while (j < r->nrel && !has_seen(p, r->rel[j]))
+        while (j < r->nrel && !has_seen(s->rank, p, r->rel[j]))
             j++;
-        CHECK(j < r->nrel, "thread %d's async copy (insn %d) overwrites shared %llu, which thread %d read (the "
-              "chunk's last read: insn %d) with no release since (mbarrier arrival, bar.sync) in a phase the copying "
-              "thread has seen complete: a write-after-read race", e->cur, p->pc, (unsigned long long)(16 * c), t,
-              e->rd_insn[c]);
+        CHECK(j < r->nrel, "%s's async copy (insn %d) overwrites shared %llu%s, which %s read (the chunk's last "
+              "read: insn %d) with no release since (mbarrier arrival, bar.sync) in a phase the copying thread has "
+              "seen complete: a write-after-read race", who(s, it).s, p->pc, (unsigned long long)(16 * c),
+              of_cta(d).s, who(d, t).s, d->rd_insn[c]);
         rd[t] = 0;
     }
 }
 
-/* An async-proxy write (TMA, cp.async.bulk) issued by thread e->cur, its bytes counted on mbarrier mb:
- * wgmma (the async proxy too) needs no fence to read it, but every reader must first see the phase
- * that the copy's bytes complete, the one now running (the expect_tx may come before or after). */
-static void async_write(emu *e, uint64_t addr, int bytes, mbar *mb)
+/* An async-proxy write (TMA, cp.async.bulk) into block d, issued by thread s->cur of block s (d itself,
+ * or a peer by multicast), its bytes counted on d's mbarrier mb: wgmma (the async proxy too) needs no
+ * fence to read it, but every reader must first see the phase that the copy's bytes complete, the one
+ * now running (the expect_tx may come before or after). */
+static void async_write(emu *d, const emu *s, uint64_t addr, int bytes, mbar *mb)
 {
-    shared_write_check(e, addr, bytes);
+    shared_write_check(d, s, s->cur, addr, bytes);
     mb->copy_phase = mb->phase + 1;
     for (uint64_t c = addr / 16; c <= (addr + (uint64_t)bytes - 1) / 16; c++) {
-        check_released(e, c);
-        e->arec[c] = (async_rec){(int)(mb - e->mbars) + 1, mb->phase + 1, e->t[e->cur].pc};
+        check_released(d, s, s->cur, c);
+        d->arec[c] = (async_rec){(int)(mb - d->mbars) + 1, mb->phase + 1, s->t[s->cur].pc, s->rank};
     }
     for (uint64_t a = addr / 4; a <= (addr + (uint64_t)bytes - 1) / 4; a++)
-        e->written[a] = 0;
+        d->written[a] = 0;
 }
 
-/* The mbarrier at shared address addr (initialized). */
-static mbar *mbar_at(emu *e, uint64_t addr)
+/* The mbarrier at shared address addr of block d (initialized), for an instruction of thread s->cur
+ * of block s (d itself, or a peer: a remote arrival, a multicast). */
+static mbar *mbar_in(emu *d, const emu *s, uint64_t addr)
 {
-    for (int i = 0; i < e->nmbars; i++)
-        if (e->mbars[i].addr == addr)
-            return &e->mbars[i];
-    ck_abort_msg("thread %d (insn %d): no mbarrier was initialized at shared %llu", e->cur, e->t[e->cur].pc,
-                 (unsigned long long)addr);
+    for (int i = 0; i < d->nmbars; i++)
+        if (d->mbars[i].addr == addr)
+            return &d->mbars[i];
+    ck_abort_msg("%s (insn %d): no mbarrier was initialized at shared %llu%s%s", who(s, s->cur).s, s->t[s->cur].pc,
+                 (unsigned long long)addr, of_cta(d).s,
+                 d == s ? "" : " (a peer's mbarriers must be initialized before a cluster barrier that orders the "
+                               "init before any remote arrival or multicast)");
     return NULL;
 }
+
+/* The mbarrier at shared address addr of the block of thread e->cur (initialized). */
+static mbar *mbar_at(emu *e, uint64_t addr) { return mbar_in(e, e, addr); }
 
 /* A phase completes once every arrival it expects has come and every byte expected has landed; the
  * next one expects count arrivals and no bytes. */
@@ -436,35 +565,35 @@ static void mbar_settle(mbar *mb)
         mb->phase++, mb->pending = mb->count, mb->tx = 0;
 }
 
-/* The PTX ISA bounds the transaction count to +-(2^20 - 1). */
-static void mbar_tx_check(const emu *e, const mbar *mb)
+/* The PTX ISA bounds the transaction count to +-(2^20 - 1). (s: the block of the thread whose
+ * instruction changed it; d: the mbarrier's.) */
+static void mbar_tx_check(const emu *s, const emu *d, const mbar *mb)
 {
-    CHECK(mb->tx > -(1 << 20) && mb->tx < (1 << 20), "thread %d (insn %d): mbarrier %d's transaction count %lld "
-          "is out of range", e->cur, e->t[e->cur].pc, (int)(mb - e->mbars), (long long)mb->tx);
+    CHECK(mb->tx > -(1 << 20) && mb->tx < (1 << 20), "%s (insn %d): mbarrier %d%s's transaction count %lld "
+          "is out of range", who(s, s->cur).s, s->t[s->cur].pc, (int)(mb - d->mbars), of_cta(d).s, (long long)mb->tx);
 }
 
-/* mbarrier.arrive (tx 0) or arrive.expect_tx (tx bytes) by thread e->cur: the bytes are expected first,
- * then the arrival counts. One arrival more than the phase expects is an error (the pending count
- * would go below zero). */
-static void mbar_arrive(emu *e, mbar *mb, int64_t tx)
+/* mbarrier.arrive (tx 0) or arrive.expect_tx (tx bytes) by thread s->cur on mbarrier mb of block d (its
+ * own, or a peer's by a remote arrival): the bytes are expected first, then the arrival counts. One
+ * arrival more than the phase expects is an error (the pending count would go below zero). */
+static void mbar_arrive(const emu *s, const emu *d, mbar *mb, int64_t tx)
 {
-    CHECK(mb->pending > 0, "thread %d (insn %d): an arrival on mbarrier %d (shared %llu) with none pending in its "
-          "phase %d (%lld bytes still expected)", e->cur, e->t[e->cur].pc, (int)(mb - e->mbars),
-          (unsigned long long)mb->addr, mb->phase, (long long)mb->tx);
+    CHECK(mb->pending > 0, "%s (insn %d): an arrival on mbarrier %d (shared %llu%s) with none pending in its "
+          "phase %d (%lld bytes still expected)", who(s, s->cur).s, s->t[s->cur].pc, (int)(mb - d->mbars),
+          (unsigned long long)mb->addr, of_cta(d).s, mb->phase, (long long)mb->tx);
     mb->tx += tx;
-    mbar_tx_check(e, mb);
+    mbar_tx_check(s, d, mb);
     mb->pending--;
     mbar_settle(mb);
 }
 
-/* complete_tx: an async copy's bytes have landed. */
-static void mbar_complete_tx(emu *e, mbar *mb, int64_t bytes)
+/* complete_tx: an async copy's bytes have landed (on mbarrier mb of block d; issued by s->cur). */
+static void mbar_complete_tx(const emu *s, const emu *d, mbar *mb, int64_t bytes)
 {
     mb->tx -= bytes;
-    mbar_tx_check(e, mb);
+    mbar_tx_check(s, d, mb);
     mbar_settle(mb);
 }
-
 /* wgmma (warp w) reads `bytes` of B at addr: their writers must have fenced the async proxy since (and
  * met the warp at a barrier: the interpreter runs a thread on only to its next barrier or collective),
  * an async copy's data must have landed (check_landed; once per chunk and flight: while the warp reads
@@ -1112,30 +1241,81 @@ static void run_tc_alloc(emu *e, int base, const wb_insn *in, uint64_t *r[32])
     memcpy(shared_at(e, lane_val(r[0], &o[0]), 4), &at, 4);
 }
 
-/* cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {c0,
- * c1}], [mbar] by thread e->cur, with the case's tensor map: box row r is matrix row c1 + r, its 16-byte
- * chunk j the elements c0 + j (16 / elem)..; the chunk lands at dst + 128 r + 16 (j ^ (r % 8)) (the
- * 128-byte swizzle, whose atom of 8 rows needs dst 1024-aligned); elements past the matrix (rows past
- * M, columns past K) land as zeros; the whole box's bytes complete on the mbarrier. Each element read
- * obeys global_at (inside the buffer; after griddepcontrol.wait for the activations). */
-static void run_tma_load(emu *e, thread *th, const wb_insn *in)
+/* A remote access (what: a multicast write, an mbarrier arrival) by thread s->cur of block s into block
+ * d of its cluster: d must not have ended, since nothing would then keep its shared memory (the next
+ * block on the SM may own it). A cluster kernel holds a cluster barrier before its end for that. */
+static void check_alive(const emu *d, const emu *s, const char *what)
 {
-    const wb_opnd *o = in->o;
+    CHECK(!d->ended, "%s (insn %d): %s into CTA %d, whose threads have all ended (a block must stay alive, held "
+          "by a cluster barrier before its end, while a peer may still write its shared memory or arrive on its "
+          "mbarriers)", who(s, s->cur).s, s->t[s->cur].pc, what, d->rank);
+}
+
+/* The block and shared offset (*off) a shared::cluster address names for thread e->cur: one from mapa
+ * (CLUSTER_ADDR), or a plain shared::cta offset, which means the thread's own block. */
+static emu *cluster_target(emu *e, uint64_t addr, uint64_t *off)
+{
+    *off = addr & ((1u << CLUSTER_OFF_BITS) - 1);
+    if (addr >> CLUSTER_OFF_BITS == 0)
+        return e;
+    uint64_t r = (addr >> CLUSTER_OFF_BITS) - 1;
+    CHECK(r < (uint64_t)e->csize, "%s (insn %d): shared::cluster address %#llx names rank %llu, outside the "
+          "cluster of %d", who(e, e->cur).s, e->t[e->cur].pc, (unsigned long long)addr, (unsigned long long)r,
+          e->csize);
+    return cta_of(e, (int)r);
+}
+
+/* mapa.shared::cluster.u32 d, a, rank by thread e->cur: the shared::cluster address of shared offset a
+ * in the block of that rank (CLUSTER_ADDR). */
+static uint64_t mapa(emu *e, uint64_t a, uint64_t rank)
+{
+    CHECK(a >> CLUSTER_OFF_BITS == 0, "%s (insn %d): mapa of %#llx, not a shared::cta offset (below 2^%d)",
+          who(e, e->cur).s, e->t[e->cur].pc, (unsigned long long)a, CLUSTER_OFF_BITS);
+    CHECK(rank < (uint64_t)e->csize, "%s (insn %d): mapa to rank %llu, outside the cluster of %d CTA%s",
+          who(e, e->cur).s, e->t[e->cur].pc, (unsigned long long)rank, e->csize, e->csize > 1 ? "s" : "");
+    return CLUSTER_ADDR(rank, a);
+}
+
+/* The shared offset of a multicast's operand (its destination or mbarrier), the same in every block it
+ * names: a shared::cta offset, or a shared::cluster address of the issuing block itself. */
+static uint64_t multicast_offset(emu *e, uint64_t addr)
+{
+    uint64_t off;
+    CHECK(cluster_target(e, addr, &off) == e, "%s (insn %d): a multicast's address %#llx is a peer's; it must be "
+          "an offset in the issuing CTA (the same in every destination)", who(e, e->cur).s, e->t[e->cur].pc,
+          (unsigned long long)addr);
+    return off;
+}
+
+/* Every thread of e's cluster (e alone without one) that has not ended has arrived at barrier.cluster
+ * at least n times: ended threads count as arrived (the PTX ISA: an exiting thread releases the
+ * barriers it would hold up). */
+static int cluster_arrived(emu *e, int n)
+{
+    for (int r = 0; r < e->csize; r++) {
+        const emu *x = cta_of(e, r);
+        for (int t = 0; t < x->nthreads; t++)
+            if (x->t[t].state != DONE && x->t[t].carrive < n)
+                return 0;
+    }
+    return 1;
+}
+
+/* The box of a TMA load by thread e->cur from the case's tensor map, as the 128B swizzle lays it out
+ * from a 1024-aligned destination: box row r is matrix row c1 + r, its 16-byte chunk j the elements c0
+ * + j (16 / elem)..; the chunk lands 128 r + 16 (j ^ (r % 8)) on; elements past the matrix (rows past
+ * M, columns past K) as zeros. Each element read obeys global_at (inside the buffer; after
+ * griddepcontrol.wait for the activations). Into a static buffer, which the next load reuses. */
+static const uint8_t *tma_read_box(emu *e, int64_t c0, int64_t c1)
+{
+    static uint8_t box[256 * 128];
     const fake_tmap *tm = e->tmap;
-    CHECK(tm, "thread %d (insn %d): a TMA load, but the case has no tensor map", e->cur, th->pc);
-    CHECK(val(th, &o[1]) == TMAP_ADDR, "thread %d (insn %d): the TMA load's map operand %#llx is not the generic "
-          "address of p_tmap", e->cur, th->pc, (unsigned long long)val(th, &o[1]));
-    uint64_t dst = val(th, &o[0]);
-    int64_t c0 = (int32_t)(uint32_t)val(th, &o[2]), c1 = (int32_t)(uint32_t)val(th, &o[3]);
-    int per = 16 / tm->elem, bytes = tm->box_rows * 128;
-    CHECK(dst % 1024 == 0 && dst + (uint64_t)bytes <= (uint64_t)e->smem_bytes, "thread %d (insn %d): TMA box of %d "
-          "bytes at shared %llu: not 1024-aligned (128B swizzle atom) or past %d bytes", e->cur, th->pc, bytes,
-          (unsigned long long)dst, e->smem_bytes);
-    mbar *mb = mbar_at(e, val(th, &o[4]));
-    async_write(e, dst, bytes, mb);
+    int per = 16 / tm->elem;
+    CHECK(tm->box_rows <= 256, "a TMA box of %d rows (256 at most)", tm->box_rows);
     for (int r = 0; r < tm->box_rows; r++)
         for (int j = 0; j < 8; j++) {
-            uint8_t chunk[16] = {0};
+            uint8_t *chunk = box + 128 * r + 16 * (j ^ (r & 7));
+            memset(chunk, 0, 16);
             for (int q = 0; q < per; q++) {
                 int64_t row = c1 + r, col = c0 + j * per + q;
                 if (row >= 0 && row < tm->rows && col >= 0 && col < tm->cols)
@@ -1143,9 +1323,59 @@ static void run_tma_load(emu *e, thread *th, const wb_insn *in)
                            global_at(e, tm->base + (uint64_t)(row * tm->cols + col) * (uint64_t)tm->elem, tm->elem, 0),
                            (size_t)tm->elem);
             }
-            memcpy(e->smem + dst + 128 * (uint64_t)r + 16 * (uint64_t)(j ^ (r & 7)), chunk, 16);
         }
-    mbar_complete_tx(e, mb, bytes);
+    return box;
+}
+
+/* A TMA box (issued by thread s->cur) lands in block d at shared dst, its bytes completing on d's
+ * mbarrier mb (an async write: d's readers checked against the issuing thread). */
+static void tma_land(emu *d, emu *s, uint64_t dst, const uint8_t *box, int bytes, mbar *mb)
+{
+    async_write(d, s, dst, bytes, mb);
+    memcpy(d->smem + dst, box, (size_t)bytes);
+    mbar_complete_tx(s, d, mb, bytes);
+}
+
+/* cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {c0,
+ * c1}], [mbar] by thread e->cur, with the case's tensor map (tma_read_box: the 128-byte swizzle, whose
+ * atom of 8 rows needs dst 1024-aligned); the whole box's bytes complete on the mbarrier. With
+ * .multicast::cluster and a 16-bit ctaMask (WB_OP_TMA_LOAD_2D_MC): the box lands at the same offset dst
+ * in every block of the cluster whose rank's bit is set, its bytes completing on the mbarrier at the same
+ * offset in each; each must be initialized there (mbar_in: a peer's init must be ordered before, by a
+ * cluster barrier) and the block alive (check_alive), the mask name at least one block and none outside
+ * the cluster. */
+static void run_tma_load(emu *e, thread *th, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    const fake_tmap *tm = e->tmap;
+    int mc = in->op == WB_OP_TMA_LOAD_2D_MC;
+    CHECK(tm, "%s (insn %d): a TMA load, but the case has no tensor map", who(e, e->cur).s, th->pc);
+    CHECK(val(th, &o[1]) == TMAP_ADDR, "%s (insn %d): the TMA load's map operand %#llx is not the generic "
+          "address of p_tmap", who(e, e->cur).s, th->pc, (unsigned long long)val(th, &o[1]));
+    uint64_t dst = mc ? multicast_offset(e, val(th, &o[0])) : val(th, &o[0]);
+    uint64_t at = mc ? multicast_offset(e, val(th, &o[4])) : val(th, &o[4]);
+    int64_t c0 = (int32_t)(uint32_t)val(th, &o[2]), c1 = (int32_t)(uint32_t)val(th, &o[3]);
+    int bytes = tm->box_rows * 128;
+    CHECK(dst % 1024 == 0 && dst + (uint64_t)bytes <= (uint64_t)e->smem_bytes, "%s (insn %d): TMA box of %d "
+          "bytes at shared %llu: not 1024-aligned (128B swizzle atom) or past %d bytes", who(e, e->cur).s, th->pc,
+          bytes, (unsigned long long)dst, e->smem_bytes);
+    if (!mc) {
+        mbar *mb = mbar_at(e, at);
+        tma_land(e, e, dst, tma_read_box(e, c0, c1), bytes, mb);
+        return;
+    }
+    uint64_t mask = val(th, &o[5]);
+    CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
+          (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
+    const uint8_t *box = tma_read_box(e, c0, c1);
+    for (int r = 0; r < e->csize; r++) {
+        if (!(mask >> r & 1))
+            continue;
+        emu *d = cta_of(e, r);
+        check_alive(d, e, "a multicast write");
+        mbar *mb = mbar_in(d, e, at);
+        tma_land(d, e, dst, box, bytes, mb);
+    }
 }
 
 /* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] by thread
@@ -1162,9 +1392,9 @@ static void run_bulk_copy(emu *e, thread *th, const wb_insn *in)
           "inside the %d bytes)", e->cur, th->pc, (long long)size, (unsigned long long)dst, e->smem_bytes);
     const uint8_t *p = global_span(e, src, size, 16, 0);
     mbar *mb = mbar_at(e, val(th, &o[3]));
-    async_write(e, dst, (int)size, mb);
+    async_write(e, e, dst, (int)size, mb);
     memcpy(e->smem + dst, p, (size_t)size);
-    mbar_complete_tx(e, mb, size);
+    mbar_complete_tx(e, e, mb, size);
 }
 
 /* mov of a symbol: only the tensor map parameter's address is modelled (TMAP_ADDR). */
@@ -1279,12 +1509,14 @@ static void run_thread(emu *e, int i)
             break;
         }
         case WB_OP_SPECIAL: {
-            static const char *const names[] = {"%tid.x", "%ctaid.x", "%ctaid.y", "%nctaid.x", "%nctaid.y"};
-            const uint64_t vals[] = {(uint64_t)i, e->ctaid[0], e->ctaid[1], e->nctaid[0], e->nctaid[1]};
+            static const char *const names[] = {"%tid.x", "%ctaid.x", "%ctaid.y", "%nctaid.x", "%nctaid.y",
+                                                "%cluster_ctarank", "%cluster_nctarank"};
+            const uint64_t vals[] = {(uint64_t)i, e->ctaid[0], e->ctaid[1], e->nctaid[0], e->nctaid[1],
+                                     (uint64_t)e->rank, (uint64_t)e->csize};
             int r = 0;
-            while (r < 5 && strcmp(o[1].text, names[r]) != 0)
+            while (r < 7 && strcmp(o[1].text, names[r]) != 0)
                 r++;
-            CHECK(r < 5, "special register %s", o[1].text);
+            CHECK(r < 7, "special register %s", o[1].text);
             *d = vals[r];
             break;
         }
@@ -1313,7 +1545,7 @@ static void run_thread(emu *e, int i)
             memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
             shared_write(e, val(th, &o[0]), 16);
             break;
-        case WB_OP_BAR_SYNC: note_release(e, i, -1, e->bar_gen + 1), th->state = AT_BAR; return;
+        case WB_OP_BAR_SYNC: note_release(e, i, e->rank, REL_BAR, e->bar_gen + 1), th->state = AT_BAR; return;
         case WB_OP_BRA: next = jump(e, o[0].text); break;
         case WB_OP_BRA_IF: if (th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
@@ -1342,14 +1574,38 @@ static void run_thread(emu *e, int i)
         case WB_OP_MBAR_ARRIVE: case WB_OP_MBAR_EXPECT_TX: {
             mbar *mb = mbar_at(e, val(th, &o[0]));
             /* after a bar.warp.sync, one lane's arrival orders its warp's earlier reads too */
-            for (int l = th->warp_met ? 0 : i % 32; l < (th->warp_met ? 32 : i % 32 + 1); l++)
-                note_release(e, i - i % 32 + l, (int)(mb - e->mbars), mb->phase + 1);
-            for (int l = 0; th->warp_met && l < 32; l++)
-                e->t[i - i % 32 + l].warp_met = 0;
-            mbar_arrive(e, mb, in->op == WB_OP_MBAR_ARRIVE ? 0 : (int64_t)val(th, &o[1]));
+            warp_release(e, i, e->rank, (int)(mb - e->mbars), mb->phase + 1);
+            mbar_arrive(e, e, mb, in->op == WB_OP_MBAR_ARRIVE ? 0 : (int64_t)val(th, &o[1]));
             break;
         }
-        case WB_OP_TMA_LOAD_2D: run_tma_load(e, th, in); break;
+        case WB_OP_MBAR_ARRIVE_REMOTE: { /* one arrival, no bytes, on the mbarrier of the block its address names */
+            uint64_t at;
+            emu *dst = cluster_target(e, val(th, &o[0]), &at);
+            if (dst != e)
+                check_alive(dst, e, "an mbarrier arrival");
+            mbar *mb = mbar_in(dst, e, at);
+            warp_release(e, i, dst->rank, (int)(mb - dst->mbars), mb->phase + 1);
+            mbar_arrive(e, dst, mb, 0);
+            break;
+        }
+        case WB_OP_MAPA: *d = mapa(e, val(th, &o[1]), val(th, &o[2])); break;
+        case WB_OP_CLUSTER_ARRIVE: /* a release to every thread of the cluster that waits past it */
+            CHECK(th->carrive == th->cwait, "%s (insn %d): barrier.cluster.arrive twice with no wait between",
+                  who(e, i).s, th->pc);
+            th->carrive++;
+            note_release(e, i, e->rank, REL_CLUSTER, th->carrive);
+            break;
+        case WB_OP_CLUSTER_WAIT: /* until every live thread of the cluster has arrived as often: a spin */
+            CHECK(th->carrive > th->cwait, "%s (insn %d): barrier.cluster.wait with no barrier.cluster.arrive before "
+                  "it", who(e, i).s, th->pc);
+            if (!cluster_arrived(e, th->carrive)) {
+                e->progress--;
+                th->state = SPIN;
+                return;
+            }
+            th->cwait = th->carrive;
+            break;
+        case WB_OP_TMA_LOAD_2D: case WB_OP_TMA_LOAD_2D_MC: run_tma_load(e, th, in); break;
         case WB_OP_BULK_COPY: run_bulk_copy(e, th, in); break;
         case WB_OP_MBAR_TRY_WAIT: { /* the phase of parity P is complete once the phase count's parity is not P */
             mbar *mb = mbar_at(e, val(th, &o[1]));
@@ -1378,8 +1634,8 @@ static void run_thread(emu *e, int i)
             CHECK(i == 0, "tcgen05.commit by thread %d: the MMAs are issued by thread 0", i);
             CHECK(e->ntc_recs && e->tc_recs[e->ntc_recs - 1].open, "tcgen05.commit with no MMA since the last");
             int before = mb->phase;
-            note_release(e, i, (int)(mb - e->mbars), mb->phase + 1);
-            mbar_arrive(e, mb, 0);
+            note_release(e, i, e->rank, (int)(mb - e->mbars), mb->phase + 1);
+            mbar_arrive(e, e, mb, 0);
             tc_rec *rec = &e->tc_recs[e->ntc_recs - 1];
             rec->open = 0, rec->mbar = (int)(mb - e->mbars), rec->phase = mb->phase;
             CHECK(mb->phase == before + 1, "tcgen05.commit's arrival did not complete the mbarrier's phase");
@@ -1791,8 +2047,9 @@ static void run_collective(emu *e, int base)
             r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
 }
 
-/* Where warp w waits, as text (its first live lane: a barrier, a collective, or an mbarrier spin with
- * the mbarrier's state); the lanes that wait there in *lanes. Empty when the whole warp is done. */
+/* Where warp w waits, as text (its first live lane: a barrier, a collective, a barrier.cluster wait, or
+ * an mbarrier spin with the mbarrier's state); the lanes that wait there in *lanes. Empty when the
+ * whole warp is done. */
 static void warp_wait(const emu *e, int w, char *buf, size_t size, int *lanes)
 {
     int l = 0;
@@ -1804,9 +2061,11 @@ static void warp_wait(const emu *e, int w, char *buf, size_t size, int *lanes)
     const thread *th = &e->t[32 * w + l];
     for (int j = 0; j < 32; j++)
         *lanes += e->t[32 * w + j].state == th->state && e->t[32 * w + j].pc == th->pc;
+    int cw = th->state == SPIN && e->f->insns[th->pc].op == WB_OP_CLUSTER_WAIT;
     int n = snprintf(buf, size, "insn %d (%s)", th->pc,
-                     th->state == AT_BAR ? "bar.sync" : th->state == AT_WARP ? "a collective" : "mbarrier spin");
-    if (th->state != SPIN)
+                     th->state == AT_BAR ? "bar.sync" : th->state == AT_WARP ? "a collective"
+                                                      : cw ? "barrier.cluster.wait" : "mbarrier spin");
+    if (th->state != SPIN || cw)
         return;
     const wb_opnd *o = e->f->insns[th->pc].o;
     for (int i = 0; i < e->nmbars; i++)
@@ -1816,14 +2075,23 @@ static void warp_wait(const emu *e, int w, char *buf, size_t size, int *lanes)
                      (long long)e->mbars[i].tx);
 }
 
-/* "the block is stuck": where each run of warps waits (warp_wait), so that a producer / consumer
- * deadlock reads off the message. */
-static void stuck(const emu *e, int live, int at_bar)
+/* The block's live threads and those at a bar.sync. */
+static void count_live(const emu *e, int *live, int *at_bar)
 {
-    char msg[2048], cur[256], next[256];
-    int n = snprintf(msg, sizeof msg, "the block is stuck: %d threads live, %d at a barrier;", live, at_bar), lanes, nl;
-    int nw = e->nthreads / 32;
-    for (int w = 0; w < nw && n < (int)sizeof msg - 300; w++) {
+    *live = *at_bar = 0;
+    for (int i = 0; i < e->nthreads; i++)
+        *live += e->t[i].state != DONE, *at_bar += e->t[i].state == AT_BAR;
+}
+
+/* Where the block's threads wait (warp_wait, per run of warps that wait at the same place), appended
+ * to msg at n; returns the new length. */
+static int stuck_text(const emu *e, char *msg, size_t size, int n)
+{
+    char cur[256], next[256];
+    int live, at_bar, lanes, nl, nw = e->nthreads / 32;
+    count_live(e, &live, &at_bar);
+    n += snprintf(msg + n, size - (size_t)n, "%d threads live, %d at a barrier;", live, at_bar);
+    for (int w = 0; w < nw && n < (int)size - 300; w++) {
         warp_wait(e, w, cur, sizeof cur, &lanes);
         int last = w;
         for (; last + 1 < nw; last++) { /* the run of warps waiting at the same place */
@@ -1832,10 +2100,33 @@ static void stuck(const emu *e, int live, int at_bar)
                 break;
         }
         if (cur[0] && last > w)
-            n += snprintf(msg + n, sizeof msg - (size_t)n, " warps %d-%d: %d lanes each at %s;", w, last, lanes, cur);
+            n += snprintf(msg + n, size - (size_t)n, " warps %d-%d: %d lanes each at %s;", w, last, lanes, cur);
         else if (cur[0])
-            n += snprintf(msg + n, sizeof msg - (size_t)n, " warp %d: %d lanes at %s;", w, lanes, cur);
+            n += snprintf(msg + n, size - (size_t)n, " warp %d: %d lanes at %s;", w, lanes, cur);
         w = last;
+    }
+    return n;
+}
+
+/* "the block is stuck": where each run of warps waits, so that a producer / consumer deadlock reads
+ * off the message. */
+static void stuck(const emu *e)
+{
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "the block is stuck: ");
+    stuck_text(e, msg, sizeof msg, n);
+    ck_abort_msg("%s", msg);
+}
+
+/* "the cluster is stuck": neither block moved in a round; where each one's warps wait. */
+static void stuck_cluster(emu *const c[2])
+{
+    char msg[4000];
+    int n = snprintf(msg, sizeof msg, "the cluster of blocks (%u, %u) and (%u, %u) is stuck:", c[0]->ctaid[0],
+                     c[0]->ctaid[1], c[1]->ctaid[0], c[1]->ctaid[1]);
+    for (int r = 0; r < 2; r++) {
+        n += snprintf(msg + n, sizeof msg - (size_t)n, " CTA %d: ", r);
+        n = stuck_text(c[r], msg, sizeof msg / 2 * (size_t)(r + 1), n);
     }
     ck_abort_msg("%s", msg);
 }
@@ -1851,16 +2142,17 @@ static void check_copies_done(const emu *e)
         int seen = 0;
         for (int t = 0; t < e->nthreads; t++)
             seen = e->t[t].seen[i] > seen ? e->t[t].seen[i] : seen;
-        CHECK(mb->tx == 0, "the block ended with mbarrier %d (shared %llu) at %lld transaction bytes in phase %d",
-              i, (unsigned long long)mb->addr, (long long)mb->tx, mb->phase);
-        CHECK(seen >= mb->copy_phase, "the block ended before any thread waited for the async copy that completes "
-              "phase %d of mbarrier %d (shared %llu; threads saw %d phases)", mb->copy_phase, i,
+        CHECK(mb->tx == 0, "the block%s ended with mbarrier %d (shared %llu) at %lld transaction bytes in phase %d",
+              of_cta(e).s, i, (unsigned long long)mb->addr, (long long)mb->tx, mb->phase);
+        CHECK(seen >= mb->copy_phase, "the block%s ended before any thread waited for the async copy that completes "
+              "phase %d of mbarrier %d (shared %llu; threads saw %d phases)", of_cta(e).s, mb->copy_phase, i,
               (unsigned long long)mb->addr, seen);
     }
 }
 
-/* One block, to the end of every thread. */
-static void run_block(emu *e)
+/* A block starts: stale shared memory (garbage), no mbarriers, copies, reads or wgmmas in flight, every
+ * thread at its first instruction with zeroed registers. */
+static void block_reset(emu *e)
 {
     memset(e->smem, 0xA5, (size_t)e->smem_bytes); /* stale shared memory is garbage */
     memset(e->reading, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->reading);
@@ -1874,54 +2166,93 @@ static void run_block(emu *e)
     memset(e->arec, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->arec);
     if (e->rd)
         memset(e->rd, 0, (size_t)(e->smem_bytes / 16) * (size_t)e->nthreads * sizeof *e->rd);
-    e->nmbars = e->ntc_recs = e->tmem_cols = e->bar_gen = 0;
+    e->nmbars = e->ntc_recs = e->tmem_cols = e->bar_gen = e->ended = 0;
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].pc = 0, e->t[i].waited = e->t[i].launched = e->t[i].warp_met = 0;
         memset(e->t[i].seen, 0, sizeof e->t[i].seen);
         e->t[i].seen_rec = e->t[i].bars = e->t[i].nrel = 0;
+        e->t[i].carrive = e->t[i].cwait = 0;
         e->t[i].state = RUN;
         memset(e->t[i].r, 0, (size_t)e->f->nregs * sizeof *e->t[i].r);
         memset(e->t[i].busy, 0, (size_t)e->f->nregs * sizeof *e->t[i].busy);
         e->t[i].commits = 0;
     }
-    for (;;) {
-        e->progress = 0;
-        for (int i = 0; i < e->nthreads; i++) {
-            if (e->t[i].state == SPIN)
-                e->t[i].state = RUN;
-            run_thread(e, i);
-        }
-        int live = 0, at_bar = 0, moved = e->progress > 0;
-        for (int w = 0; w < e->nthreads / 32; w++) {
-            int at = 0;
+}
+
+/* The block's last thread has ended: nothing may be left behind (tensor memory, async copies), and
+ * launch_dependents ran at most once a thread. */
+static void block_end(emu *e)
+{
+    CHECK(!e->tmem_cols, "the block ended with %d tensor memory columns allocated", e->tmem_cols);
+    check_copies_done(e);
+    for (int i = 0; i < e->nthreads; i++)
+        CHECK(e->t[i].launched <= 1, "thread %d ran griddepcontrol.launch_dependents %d times", i, e->t[i].launched);
+    e->ended = 1;
+}
+
+/* One round of the block: every thread runs to its next wait (a failed try_wait or barrier.cluster.wait
+ * spins: it tries again next round), then each warp whose lanes all met at a collective runs it, and
+ * when nothing else moved and every live thread is at bar.sync, they pass it (threads that have ended
+ * count as arrived). Returns whether anything moved; at the last thread's end, block_end. */
+static int block_round(emu *e)
+{
+    e->progress = 0;
+    for (int i = 0; i < e->nthreads; i++) {
+        if (e->t[i].state == SPIN)
+            e->t[i].state = RUN;
+        run_thread(e, i);
+    }
+    int live, at_bar, moved = e->progress > 0;
+    for (int w = 0; w < e->nthreads / 32; w++) {
+        int at = 0;
+        for (int l = 0; l < 32; l++)
+            at += e->t[32 * w + l].state == AT_WARP;
+        if (at == 32) {
+            run_collective(e, 32 * w);
             for (int l = 0; l < 32; l++)
-                at += e->t[32 * w + l].state == AT_WARP;
-            if (at == 32) {
-                run_collective(e, 32 * w);
-                for (int l = 0; l < 32; l++)
-                    e->t[32 * w + l].pc++, e->t[32 * w + l].state = RUN;
-                moved = 1;
-            }
-        }
-        for (int i = 0; i < e->nthreads; i++)
-            live += e->t[i].state != DONE, at_bar += e->t[i].state == AT_BAR;
-        if (!live) {
-            CHECK(!e->tmem_cols, "the block ended with %d tensor memory columns allocated", e->tmem_cols);
-            check_copies_done(e);
-            for (int i = 0; i < e->nthreads; i++)
-                CHECK(e->t[i].launched <= 1, "thread %d ran griddepcontrol.launch_dependents %d times", i,
-                      e->t[i].launched);
-            return;
-        }
-        if (!moved && at_bar == live) { /* (threads that have ended count as arrived) */
-            e->bar_gen++;
-            for (int i = 0; i < e->nthreads; i++)
-                if (e->t[i].state == AT_BAR)
-                    e->t[i].pc++, e->t[i].state = RUN, e->t[i].bars = e->bar_gen;
+                e->t[32 * w + l].pc++, e->t[32 * w + l].state = RUN;
             moved = 1;
         }
-        if (!moved) /* every live thread waits: at a barrier some thread never reaches, or on an mbarrier */
-            stuck(e, live, at_bar);
+    }
+    count_live(e, &live, &at_bar);
+    if (!live) {
+        block_end(e);
+        return 1;
+    }
+    if (!moved && at_bar == live) {
+        e->bar_gen++;
+        for (int i = 0; i < e->nthreads; i++)
+            if (e->t[i].state == AT_BAR)
+                e->t[i].pc++, e->t[i].state = RUN, e->t[i].bars = e->bar_gen;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* One block, to the end of every thread; a round in which nothing moved is a deadlock: every live
+ * thread waits at a barrier some thread never reaches, or on an mbarrier. */
+static void run_block(emu *e)
+{
+    block_reset(e);
+    while (!e->ended)
+        if (!block_round(e))
+            stuck(e);
+}
+
+/* The two blocks of a cluster, together: a round of CTA 0's threads, then one of CTA 1's, until both
+ * have ended (an ended one sits out). Remote arrivals, multicasts and the cluster barrier act on the
+ * peer between its rounds. A deadlock is a turn of both rounds in which neither moved. */
+static void run_cluster(emu *const c[2])
+{
+    block_reset(c[0]);
+    block_reset(c[1]);
+    while (!c[0]->ended || !c[1]->ended) {
+        int moved = 0;
+        for (int r = 0; r < 2; r++)
+            if (!c[r]->ended)
+                moved |= block_round(c[r]);
+        if (!moved)
+            stuck_cluster(c);
     }
 }
 
@@ -1979,78 +2310,109 @@ static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int
     ck_assert_int_eq(wb_lower_gemm(b->kern, t, 0, &b->fn), WB_OK);
 }
 
-/* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs and the
- * tensor map tm (TMA kernels; else NULL). */
-static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs,
-                     const fake_tmap *tm)
+/* Allocate the state of one block of fn launched as dims (whose smem_bytes is at least 16), with the
+ * case's parameters (NPARAMS values), global buffers and tensor map (TMA kernels; else NULL, and no
+ * write-after-read tracking). Not yet in a cluster (rank 0 of 1). */
+static void emu_alloc(emu *e, const wb_func *fn, const wb_launch_dims *dims, const uint64_t *params,
+                      const gbuf *bufs, int nbufs, const fake_tmap *tm)
 {
-    wb_launch_dims dims = *d;
-    if (dims.smem_bytes < 16) /* the quantizer has none */
-        dims.smem_bytes = 16;
-    emu e = {.f = fn, .smem_bytes = (int)dims.smem_bytes, .nthreads = (int)dims.block[0], .nbufs = nbufs,
-             .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0, .tmap = tm};
+    *e = (emu){.f = fn, .smem_bytes = (int)dims->smem_bytes, .nthreads = (int)dims->block[0], .nbufs = nbufs,
+               .pdl = (fn->target->features & WB_FEAT_GRIDDEP) != 0, .tmap = tm, .csize = 1};
     ck_assert(nbufs <= MAX_BUFS);
-    memcpy(e.bufs, bufs, (size_t)nbufs * sizeof *bufs);
-    memcpy(e.params, params, sizeof e.params);
+    memcpy(e->bufs, bufs, (size_t)nbufs * sizeof *bufs);
+    memcpy(e->params, params, sizeof e->params);
     const char **labels = calloc((size_t)fn->ninsns, sizeof *labels);
-    e.smem = malloc((size_t)e.smem_bytes);
-    e.t = calloc((size_t)e.nthreads, sizeof *e.t);
-    ck_assert(e.smem_bytes % 16 == 0 && e.nthreads % 32 == 0 && e.nthreads <= 32 * 32);
-    e.reading = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.reading);
-    e.written = malloc((size_t)(e.smem_bytes / 4) * sizeof *e.written);
-    e.fences = malloc((size_t)e.nthreads * sizeof *e.fences);
-    e.flight = calloc((size_t)(e.nthreads / 32), sizeof *e.flight);
-    e.tmem = malloc((size_t)TC_LANES * TC_COLS * sizeof *e.tmem);
-    e.tc_wrote = calloc(TC_COLS, sizeof *e.tc_wrote);
-    e.tc_unread = calloc((size_t)TC_LANES * TC_COLS, 1);
-    e.tc_cp = calloc((size_t)TC_LANES * TC_COLS, 1);
-    e.tc_sf_read = calloc(TC_COLS, sizeof *e.tc_sf_read);
-    e.tc_read = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.tc_read);
-    e.tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e.tc_recs);
-    e.arec = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.arec);
+    e->smem = malloc((size_t)e->smem_bytes);
+    e->t = calloc((size_t)e->nthreads, sizeof *e->t);
+    ck_assert(e->smem_bytes % 16 == 0 && e->nthreads % 32 == 0 && e->nthreads <= 32 * 32);
+    e->reading = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->reading);
+    e->written = malloc((size_t)(e->smem_bytes / 4) * sizeof *e->written);
+    e->fences = malloc((size_t)e->nthreads * sizeof *e->fences);
+    e->flight = calloc((size_t)(e->nthreads / 32), sizeof *e->flight);
+    e->tmem = malloc((size_t)TC_LANES * TC_COLS * sizeof *e->tmem);
+    e->tc_wrote = calloc(TC_COLS, sizeof *e->tc_wrote);
+    e->tc_unread = calloc((size_t)TC_LANES * TC_COLS, 1);
+    e->tc_cp = calloc((size_t)TC_LANES * TC_COLS, 1);
+    e->tc_sf_read = calloc(TC_COLS, sizeof *e->tc_sf_read);
+    e->tc_read = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->tc_read);
+    e->tc_recs = malloc((size_t)MAX_TC_RECS * sizeof *e->tc_recs);
+    e->arec = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->arec);
     if (tm) { /* the write-after-read check of async copies */
-        e.rd = malloc((size_t)(e.smem_bytes / 16) * (size_t)e.nthreads * sizeof *e.rd);
-        e.rd_insn = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.rd_insn);
-        ck_assert(e.rd && e.rd_insn);
+        e->rd = malloc((size_t)(e->smem_bytes / 16) * (size_t)e->nthreads * sizeof *e->rd);
+        e->rd_insn = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->rd_insn);
+        ck_assert(e->rd && e->rd_insn);
     }
-    ck_assert(labels && e.smem && e.t && e.reading && e.written && e.fences && e.flight && e.tmem && e.tc_read &&
-              e.tc_recs && e.tc_wrote && e.tc_unread && e.tc_cp && e.tc_sf_read && e.arec);
-    for (int w = 0; w < e.nthreads / 32; w++) {
-        e.flight[w].chunk = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].chunk);
-        e.flight[w].gid = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].gid);
-        e.flight[w].last = malloc((size_t)(e.smem_bytes / 16) * sizeof *e.flight[w].last);
-        ck_assert(e.flight[w].chunk && e.flight[w].gid && e.flight[w].last);
+    ck_assert(labels && e->smem && e->t && e->reading && e->written && e->fences && e->flight && e->tmem &&
+              e->tc_read && e->tc_recs && e->tc_wrote && e->tc_unread && e->tc_cp && e->tc_sf_read && e->arec);
+    for (int w = 0; w < e->nthreads / 32; w++) {
+        e->flight[w].chunk = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->flight[w].chunk);
+        e->flight[w].gid = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->flight[w].gid);
+        e->flight[w].last = malloc((size_t)(e->smem_bytes / 16) * sizeof *e->flight[w].last);
+        ck_assert(e->flight[w].chunk && e->flight[w].gid && e->flight[w].last);
     }
     for (int i = 0; i < fn->ninsns; i++)
         labels[i] = fn->insns[i].op == WB_OP_LABEL ? fn->insns[i].o[0].text : NULL;
-    e.labels = labels;
-    for (int i = 0; i < e.nthreads; i++) {
-        e.t[i].r = malloc((size_t)fn->nregs * sizeof *e.t[i].r);
-        e.t[i].busy = malloc((size_t)fn->nregs * sizeof *e.t[i].busy);
-        ck_assert(e.t[i].r && e.t[i].busy);
+    e->labels = labels;
+    for (int i = 0; i < e->nthreads; i++) {
+        e->t[i].r = malloc((size_t)fn->nregs * sizeof *e->t[i].r);
+        e->t[i].busy = malloc((size_t)fn->nregs * sizeof *e->t[i].busy);
+        ck_assert(e->t[i].r && e->t[i].busy);
     }
-    e.nctaid[0] = dims.grid[0], e.nctaid[1] = dims.grid[1];
+    e->nctaid[0] = dims->grid[0], e->nctaid[1] = dims->grid[1];
+}
+
+static void emu_free(emu *e)
+{
+    for (int i = 0; i < e->nthreads; i++)
+        free(e->t[i].r), free(e->t[i].busy), free(e->t[i].rel);
+    for (int w = 0; w < e->nthreads / 32; w++)
+        free(e->flight[w].chunk), free(e->flight[w].gid), free(e->flight[w].last);
+    free(e->flight), free(e->fences), free(e->written), free(e->reading);
+    free(e->tmem), free(e->tc_read), free(e->tc_recs), free(e->tc_wrote), free(e->tc_unread), free(e->arec);
+    free(e->tc_cp), free(e->tc_sf_read);
+    free(e->rd), free(e->rd_insn);
+    free(e->t);
+    free(e->smem);
+    free((void *)e->labels);
+}
+
+/* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs and the
+ * tensor map tm (TMA kernels; else NULL). cluster 2: the grid runs in thread block clusters of two
+ * blocks along x, (2i, y) and (2i + 1, y) together (run_cluster), ranks 0 and 1; grid.x must be even.
+ * 0 or 1: one block at a time. */
+static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs,
+                     const fake_tmap *tm, int cluster)
+{
+    wb_launch_dims dims = *d;
+    int cl = cluster > 1 ? cluster : 1;
+    CHECK(cl <= 2, "clusters of %d blocks are not modelled (2 at most)", cl);
+    CHECK(dims.grid[0] % (unsigned)cl == 0, "a cluster of %d blocks along x needs an even grid.x, not %u", cl,
+          dims.grid[0]);
+    if (dims.smem_bytes < 16) /* the quantizer has none */
+        dims.smem_bytes = 16;
+    emu c[2];
+    emu *const pair[2] = {&c[0], &c[1]};
+    for (int r = 0; r < cl; r++) {
+        emu_alloc(&c[r], fn, &dims, params, bufs, nbufs, tm);
+        c[r].rank = r, c[r].csize = cl, c[r].peer = cl > 1 ? &c[1 - r] : NULL;
+    }
     for (unsigned by = 0; by < dims.grid[1]; by++)
-        for (unsigned bx = 0; bx < dims.grid[0]; bx++) {
-            e.ctaid[0] = bx, e.ctaid[1] = by;
-            run_block(&e);
+        for (unsigned bx = 0; bx < dims.grid[0]; bx += (unsigned)cl) {
+            for (int r = 0; r < cl; r++)
+                c[r].ctaid[0] = bx + (unsigned)r, c[r].ctaid[1] = by;
+            if (cl > 1)
+                run_cluster(pair);
+            else
+                run_block(&c[0]);
         }
-    for (int i = 0; i < e.nthreads; i++)
-        free(e.t[i].r), free(e.t[i].busy), free(e.t[i].rel);
-    for (int w = 0; w < e.nthreads / 32; w++)
-        free(e.flight[w].chunk), free(e.flight[w].gid), free(e.flight[w].last);
-    free(e.flight), free(e.fences), free(e.written), free(e.reading);
-    free(e.tmem), free(e.tc_read), free(e.tc_recs), free(e.tc_wrote), free(e.tc_unread), free(e.arec);
-    free(e.tc_cp), free(e.tc_sf_read);
-    free(e.rd), free(e.rd_insn);
-    free(e.t);
-    free(e.smem);
-    free(labels);
+    for (int r = 0; r < cl; r++)
+        emu_free(&c[r]);
 }
 
 /* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. A TMA kernel gets
  * the activations' tensor map as runtime/layer.c encodes it: the M x K matrix at p_a (f16 / bf16, or
- * 8-bit codes copied as bytes), boxes of the block's tokens (8 m_tiles) x 128 bytes. */
+ * 8-bit codes copied as bytes), boxes of the block's tokens (8 m_tiles) x 128 bytes; in clusters of two
+ * (cfg.cluster 2), boxes of half the block's tokens, each block copying one half into both. */
 static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
                      int nbufs)
 {
@@ -2060,12 +2422,13 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
         ck_assert_uint_eq(dims.grid[1], 1);
         dims.grid[0] = dims.grid[0] < 3 ? dims.grid[0] : 3;
     }
-    int elem = b->f.a.bits / 8;
-    fake_tmap tm = {.base = params[1], .rows = m, .cols = k, .elem = elem, .box_rows = 8 * b->cfg.m_tiles,
+    int elem = b->f.a.bits / 8, cl = b->cfg.cluster > 1 ? b->cfg.cluster : 1;
+    CHECK(8 * b->cfg.m_tiles % cl == 0, "a cluster of %d blocks cannot split %d tokens", cl, 8 * b->cfg.m_tiles);
+    fake_tmap tm = {.base = params[1], .rows = m, .cols = k, .elem = elem, .box_rows = 8 * b->cfg.m_tiles / cl,
                     .box_cols = elem ? 128 / elem : 0};
     int tma = b->cfg.load == WB_LOAD_TMA;
     ck_assert(!tma || ((elem == 1 || elem == 2) && b->f.a.bits % 8 == 0 && tm.box_rows <= 256));
-    run_func(&b->fn, &dims, params, bufs, nbufs, tma ? &tm : NULL);
+    run_func(&b->fn, &dims, params, bufs, nbufs, tma ? &tm : NULL, b->cfg.cluster);
 }
 
 static gbuf buf_of(const void *p, size_t bytes, int kind, const char *name)
@@ -2830,19 +3193,19 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
         int blocks = wb_quant_global_blocks((int64_t)(n / 4));
         wb_quant_global_dims(&gd, blocks);
         params[17] = (uintptr_t)gs, params[18] = 0;
-        run_func(&gfn, &gd, params, bufs, 4, NULL);
+        run_func(&gfn, &gd, params, bufs, 4, NULL, 0);
         if (blocks > 1) {
             uint64_t rp[NPARAMS];
             memcpy(rp, params, sizeof rp);
             rp[10] = (uintptr_t)gs, rp[16] = (uint64_t)blocks, rp[18] = 1;
             wb_quant_global_dims(&gd, 1);
-            run_func(&gfn, &gd, rp, bufs, 4, NULL);
+            run_func(&gfn, &gd, rp, bufs, 4, NULL, 0);
         }
         CHECK(!memcmp(&gg, &global, 4), "quantizer %s: tensor scale %a, reference %a (%d blocks)", spec, (double)gg,
               (double)global, blocks);
         wb_arena_destroy(ga);
     }
-    run_func(&fn, &dims, params, bufs, 4, NULL);
+    run_func(&fn, &dims, params, bufs, 4, NULL, 0);
     for (size_t i = 0; i < nc; i++)
         CHECK(gc[i] == packed[i], "quantizer %s x=%s %s: code byte %zu = 0x%02x, reference 0x%02x (x = %g)", spec,
               bf16 ? "bf16" : "f16", wb_arch_name(arch), i, gc[i], packed[i], (double)xf[f.a.bits == 4 ? 2 * i : i]);
@@ -2909,6 +3272,302 @@ START_TEST(tcgen05_block_scaled_matches_reference)
 }
 END_TEST
 
+/* Thread block clusters (cfg.cluster 2: TMA multicast of the activations), before the kernel that uses
+ * them: a hand-built kernel of two-block clusters, run by the interpreter as the pairs of a grid of 4 x
+ * 2 blocks of 64 threads. In each block thread 0 initializes a full and an empty mbarrier per stage
+ * (two stages of a 16-row box of 128 bytes), then after a cluster barrier (the peer's mbarriers must
+ * be initialized before a multicast completes on them) produces: per use, it posts the whole box's
+ * bytes on its full barrier and multicasts its half of the box (rows rank * 8.. of the cluster's box,
+ * 1024 bytes at offset rank * 1024 of the stage) into both blocks; from the third use on it first waits
+ * until both blocks' consumers have released the stage (its empty barrier). Warp 1 consumes: per use it
+ * waits on its own block's full barrier, copies the stage (the swizzled image a plain TMA of the whole
+ * box would have made) to its block's part of the output, meets at bar.warp.sync, and lane 0 releases
+ * the stage on its own empty barrier and, through mapa, on the peer's. A cluster barrier holds both
+ * blocks until neither can touch the other. mc_kernel names the mutations. */
+typedef struct mc_kernel {
+    int uses;           /* boxes each block reads: 1, or 4 through the two stages in turn */
+    int init_sync;      /* a cluster barrier between mbarrier.init and the first multicast */
+    int init_arrive;    /* that barrier's arrive (0: its wait has none before it) */
+    int end_sync;       /* a cluster barrier before the end */
+    int mapa_rank;      /* the rank a consumer maps the peer's empty barrier to (-1: the peer's) */
+    int mask;           /* the multicast's ctaMask */
+    int remote_release; /* 1: each consumer warp releases a stage on both blocks' empty barriers (each
+                           expects two arrivals); 0: CTA 1's on its own alone (CTA 0's expects one) */
+    int gx;             /* the grid's blocks along x */
+} mc_kernel;
+
+enum { MC_THREADS = 64, MC_STAGE = 2048, MC_HALF = 1024, MC_MBAR = 2 * MC_STAGE, MC_SMEM = MC_MBAR + 32, MC_GY = 2 };
+
+static wb_reg mc_special(wb_func *f, const char *name)
+{
+    wb_reg r = wb_new_reg(f, WB_RC_B32);
+    wb_emit(f, WB_OP_SPECIAL, NULL, 2, wb_r(r), wb_text(name));
+    return r;
+}
+
+/* d = a op b in a new register of class rc */
+static wb_reg mc_op(wb_func *f, wb_op op, const char *ty, wb_rc rc, wb_opnd a, wb_opnd b)
+{
+    wb_reg r = wb_new_reg(f, rc);
+    wb_emit(f, op, ty, 3, wb_r(r), a, b);
+    return r;
+}
+
+static wb_reg mc_mad(wb_func *f, wb_opnd a, wb_opnd b, wb_opnd c)
+{
+    wb_reg r = wb_new_reg(f, WB_RC_B32);
+    wb_emit(f, WB_OP_MAD_LO, "u32", 4, wb_r(r), a, b, c);
+    return r;
+}
+
+/* Spin until the phase of parity `parity` of the mbarrier at mb has completed. */
+static void mc_wait(wb_func *f, wb_reg mb, int parity)
+{
+    const char *spin = wb_new_label(f, "spin");
+    wb_reg done = wb_new_reg(f, WB_RC_PRED);
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(spin));
+    wb_emit(f, WB_OP_MBAR_TRY_WAIT, NULL, 3, wb_r(done), wb_r(mb), wb_imm(parity));
+    wb_emit(f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
+}
+
+static void mc_cluster_sync(wb_func *f, int arrive)
+{
+    if (arrive)
+        wb_emit(f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
+    wb_emit(f, WB_OP_CLUSTER_WAIT, NULL, 0);
+}
+
+/* Use it of the box: its stage (two stages in turn, one when there is a single use) and its use of
+ * that stage. */
+static int mc_stage(const mc_kernel *k, int it) { return k->uses > 1 ? it % 2 : 0; }
+static int mc_use(const mc_kernel *k, int it) { return k->uses > 1 ? it / 2 : 0; }
+
+/* Thread 0: the copies (see above). */
+static void mc_produce(const mc_kernel *k, wb_func *f, wb_reg smem, wb_reg tmap, const wb_reg *full,
+                       const wb_reg *empty)
+{
+    wb_reg cx = mc_special(f, "%ctaid.x"), cy = mc_special(f, "%ctaid.y"), ncx = mc_special(f, "%nctaid.x");
+    wb_reg rank = mc_special(f, "%cluster_ctarank"), nrank = mc_special(f, "%cluster_nctarank");
+    wb_reg bytes = mc_op(f, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nrank), wb_imm(MC_HALF));
+    /* the cluster's index in the grid: (x / 2, y) */
+    wb_reg ci = mc_mad(f, wb_r(cy), wb_r(mc_op(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(ncx), wb_imm(1))),
+                       wb_r(mc_op(f, WB_OP_SHR, "u32", WB_RC_B32, wb_r(cx), wb_imm(1))));
+    wb_reg row0 = mc_mad(f, wb_r(ci), wb_imm(16 * k->uses), wb_r(mc_op(f, WB_OP_SHL, "u32", WB_RC_B32, wb_r(rank),
+                                                                        wb_imm(3))));
+    wb_reg half = mc_mad(f, wb_r(rank), wb_imm(MC_HALF), wb_r(smem));
+    for (int it = 0; it < k->uses; it++) {
+        int s = mc_stage(k, it), u = mc_use(k, it);
+        if (u > 0) /* both blocks' consumers are done with use u - 1 */
+            mc_wait(f, empty[s], (u - 1) & 1);
+        wb_emit(f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(full[s]), wb_r(bytes));
+        wb_reg row = mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(row0), wb_imm(16 * it));
+        wb_reg dst = mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(half), wb_imm(s * MC_STAGE));
+        wb_emit(f, WB_OP_TMA_LOAD_2D_MC, NULL, 6, wb_r(dst), wb_r(tmap), wb_imm(0), wb_r(row), wb_r(full[s]),
+                wb_imm(k->mask));
+    }
+}
+
+/* Warp 1: the reads, the output, the releases (see above). */
+static void mc_consume(const mc_kernel *k, wb_func *f, wb_reg tid, wb_reg smem, const wb_reg *empty,
+                       const wb_reg *full)
+{
+    wb_reg cx = mc_special(f, "%ctaid.x"), cy = mc_special(f, "%ctaid.y"), ncx = mc_special(f, "%nctaid.x");
+    wb_reg rank = mc_special(f, "%cluster_ctarank");
+    wb_reg lane = mc_op(f, WB_OP_SUB, "u32", WB_RC_B32, wb_r(tid), wb_imm(32));
+    wb_reg lead = mc_op(f, WB_OP_SETP_EQ, "u32", WB_RC_PRED, wb_r(lane), wb_imm(0)), remote = lead;
+    if (!k->remote_release) /* CTA 0's warp alone releases remotely */
+        remote = mc_op(f, WB_OP_AND, "pred", WB_RC_PRED, wb_r(lead),
+                       wb_r(mc_op(f, WB_OP_SETP_EQ, "u32", WB_RC_PRED, wb_r(rank), wb_imm(0))));
+    wb_reg peer = k->mapa_rank < 0 ? mc_op(f, WB_OP_XOR, "b32", WB_RC_B32, wb_r(rank), wb_imm(1))
+                                   : mc_op(f, WB_OP_MOV, "u32", WB_RC_B32, wb_imm(k->mapa_rank), wb_imm(0));
+    wb_reg sl = mc_mad(f, wb_r(lane), wb_imm(4), wb_r(smem));
+    wb_reg po = wb_new_reg(f, WB_RC_B64), out = wb_new_reg(f, WB_RC_B64);
+    wb_emit(f, WB_OP_LD_PARAM, "u64", 2, wb_r(po), wb_text("p_out"));
+    wb_emit(f, WB_OP_CVTA_GLOBAL, NULL, 2, wb_r(out), wb_r(po));
+    wb_reg cta = mc_mad(f, wb_r(cy), wb_r(ncx), wb_r(cx));
+    wb_reg ob = mc_op(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(out),
+                      wb_r(mc_op(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(cta), wb_imm(k->uses * MC_STAGE))));
+    ob = mc_op(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ob),
+               wb_r(mc_op(f, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(lane), wb_imm(4))));
+    for (int it = 0; it < k->uses; it++) {
+        int s = mc_stage(k, it);
+        mc_wait(f, full[s], mc_use(k, it) & 1);
+        for (int q = 0; q < MC_STAGE / 128; q++) {
+            wb_reg v = wb_new_reg(f, WB_RC_B32);
+            wb_reg at = mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(sl), wb_imm(s * MC_STAGE + 128 * q));
+            wb_emit(f, WB_OP_LD_SHARED, "u32", 2, wb_r(v), wb_r(at));
+            wb_reg g = mc_op(f, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ob), wb_imm(it * MC_STAGE + 128 * q));
+            wb_emit(f, WB_OP_ST_GLOBAL, "u32", 2, wb_r(g), wb_r(v));
+        }
+        wb_emit(f, WB_OP_BAR_WARP_SYNC, NULL, 0);
+        wb_emit(f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(empty[s]));
+        wb_guard_last(f, lead, 0);
+        wb_reg there = wb_new_reg(f, WB_RC_B32);
+        wb_emit(f, WB_OP_MAPA, NULL, 3, wb_r(there), wb_r(empty[s]), wb_r(peer));
+        wb_emit(f, WB_OP_MBAR_ARRIVE_REMOTE, NULL, 1, wb_r(there));
+        wb_guard_last(f, remote, 0);
+    }
+}
+
+static void mc_build(const mc_kernel *k, wb_func *f)
+{
+    wb_emit(f, WB_OP_GRIDDEP_WAIT, NULL, 0);
+    wb_reg tid = mc_special(f, "%tid.x"), rank = mc_special(f, "%cluster_ctarank");
+    wb_reg smem = wb_new_reg(f, WB_RC_B32), tmap = wb_new_reg(f, WB_RC_B64);
+    wb_emit(f, WB_OP_SMEM_BASE, NULL, 2, wb_r(smem), wb_text("smem"));
+    wb_emit(f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(tmap),
+            wb_r(mc_op(f, WB_OP_MOV, "u64", WB_RC_B64, wb_text("p_tmap"), wb_imm(0))));
+    wb_reg first = mc_op(f, WB_OP_SETP_EQ, "u32", WB_RC_PRED, wb_r(tid), wb_imm(0)), full[2], empty[2];
+    wb_opnd count = k->remote_release ? wb_imm(2) : wb_r(mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(rank), wb_imm(1)));
+    for (int s = 0; s < 2; s++) {
+        full[s] = mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(smem), wb_imm(MC_MBAR + 8 * s));
+        empty[s] = mc_op(f, WB_OP_ADD, "u32", WB_RC_B32, wb_r(smem), wb_imm(MC_MBAR + 16 + 8 * s));
+        wb_emit(f, WB_OP_MBAR_INIT, NULL, 2, wb_r(full[s]), wb_imm(1));
+        wb_guard_last(f, first, 0);
+        wb_emit(f, WB_OP_MBAR_INIT, NULL, 2, wb_r(empty[s]), count);
+        wb_guard_last(f, first, 0);
+    }
+    wb_emit(f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
+    if (k->init_sync)
+        mc_cluster_sync(f, k->init_arrive);
+    const char *consume = wb_new_label(f, "consume"), *finish = wb_new_label(f, "finish");
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(mc_op(f, WB_OP_SETP_GE, "u32", WB_RC_PRED, wb_r(tid), wb_imm(32))),
+            wb_text(consume));
+    wb_emit(f, WB_OP_BRA_IF, NULL, 2, wb_r(mc_op(f, WB_OP_SETP_NE, "u32", WB_RC_PRED, wb_r(tid), wb_imm(0))),
+            wb_text(finish));
+    mc_produce(k, f, smem, tmap, full, empty);
+    wb_emit(f, WB_OP_BRA, NULL, 1, wb_text(finish));
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(consume));
+    mc_consume(k, f, tid, smem, empty, full);
+    wb_emit(f, WB_OP_LABEL, NULL, 1, wb_text(finish));
+    if (k->end_sync)
+        mc_cluster_sync(f, 1);
+    wb_emit(f, WB_OP_RET, NULL, 0);
+}
+
+/* Build the kernel, run it on a random 128-byte-wide matrix (rows for every cluster's boxes) and
+ * check that each block's output holds, per use, the image of its cluster's box under the 128B
+ * swizzle: byte b of chunk j of box row r at 128 r + 16 (j ^ (r % 8)) + b. */
+static void mc_run(const mc_kernel *k)
+{
+    wb_arena *arena = wb_arena_create();
+    ck_assert_ptr_nonnull(arena);
+    wb_func f;
+    wb_func_init(&f, arena);
+    f.target = wb_target_get(WB_ARCH_SM90A);
+    mc_build(k, &f);
+    ck_assert(!f.oom);
+    int gx = k->gx ? k->gx : 4, blocks = gx * MC_GY;
+    int64_t rows = (int64_t)(gx / 2) * MC_GY * k->uses * 16;
+    size_t obytes = (size_t)blocks * (size_t)k->uses * MC_STAGE;
+    uint8_t *src = malloc((size_t)rows * 128), *out = malloc(obytes);
+    ck_assert(src && out);
+    uint64_t st = wbt_seed();
+    for (int64_t i = 0; i < rows * 128; i++)
+        src[i] = (uint8_t)wbt_next(&st);
+    memset(out, 0xFF, obytes);
+    uint64_t params[NPARAMS] = {(uintptr_t)out};
+    gbuf bufs[] = {buf_of(out, obytes, BUF_OUT, "output"), buf_of(src, (size_t)rows * 128, BUF_INPUT, "source")};
+    fake_tmap tm = {.base = (uintptr_t)src, .rows = rows, .cols = 128, .elem = 1, .box_rows = 8, .box_cols = 128};
+    wb_launch_dims d = {{(unsigned)gx, MC_GY, 1}, {MC_THREADS, 1, 1}, MC_SMEM};
+    run_func(&f, &d, params, bufs, 2, &tm, 2);
+    for (int b = 0; b < blocks; b++)
+        for (int it = 0; it < k->uses; it++) {
+            int64_t box = (int64_t)(b / gx * (gx / 2) + b % gx / 2) * k->uses + it;
+            const uint8_t *img = out + ((size_t)b * (size_t)k->uses + (size_t)it) * MC_STAGE;
+            for (int r = 0; r < 16; r++)
+                for (int j = 0; j < 8; j++)
+                    for (int q = 0; q < 16; q++)
+                        CHECK(img[128 * r + 16 * (j ^ (r & 7)) + q] == src[(box * 16 + r) * 128 + 16 * j + q],
+                              "cluster kernel: block %d use %d: box row %d byte %d is 0x%02x, want 0x%02x", b, it, r,
+                              16 * j + q, img[128 * r + 16 * (j ^ (r & 7)) + q],
+                              src[(box * 16 + r) * 128 + 16 * j + q]);
+        }
+    free(src), free(out);
+    wb_arena_destroy(arena);
+}
+
+/* Run fn(arg) in a child process, where it must fail in the interpreter (interp_fail) with a message
+ * that holds want and want2 (when not NULL). */
+static void expect_failure(void (*fn)(const void *), const void *arg, const char *what, const char *want,
+                           const char *want2)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        fail_fd = fds[1];
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    char msg[4096];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof msg - 1 && (got = read(fds[0], msg + n, sizeof msg - 1 - n)) > 0)
+        n += (size_t)got;
+    msg[n] = 0;
+    close(fds[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == MUTANT_FAILED,
+                  "mutant %s: did not fail in the interpreter (wait status %#x) %s", what, (unsigned)status, msg);
+    ck_assert_msg(strstr(msg, want) && (!want2 || strstr(msg, want2)), "mutant %s failed, but not with \"%s\"%s%s: %s",
+                  what, want, want2 ? " and " : "", want2 ? want2 : "", msg);
+    if (getenv("WB_SHOW_MUTANTS"))
+        printf("mutant %s: %s\n", what, msg);
+}
+
+static void mc_run_any(const void *k) { mc_run(k); }
+
+/* The hand-built cluster kernel runs (one use of a stage; four through two stages, refilled only once
+ * both blocks' consumers have released them), and each of its mutants fails with its message: no
+ * cluster barrier after mbarrier.init (the multicast finds the peer's mbarrier uninitialized); none
+ * before the end (CTA 1 ends first here, and CTA 0's remote release arrives on its mbarrier after);
+ * mapa to rank 2; a multicast mask with rank 2, or none; a mask of CTA 0 alone (both halves land there,
+ * none in CTA 1, whose consumers wait for their bytes forever: the cluster is stuck); a cluster wait
+ * with no arrive; an odd grid.x; and CTA 1's consumers releasing a stage to their own block alone,
+ * which CTA 0's next multicast into it then overwrites: a write-after-read race, although CTA 1's own
+ * producer is ordered. */
+START_TEST(cluster_multicast_kernel)
+{
+    const mc_kernel one = {.uses = 1, .init_sync = 1, .init_arrive = 1, .end_sync = 1, .mapa_rank = -1, .mask = 3,
+                           .remote_release = 1};
+    mc_kernel four = one;
+    four.uses = 4;
+    mc_run(&one);
+    mc_run(&four);
+    static const struct {
+        const char *what, *want, *want2;
+        int uses, init_sync, init_arrive, end_sync, mapa_rank, mask, remote_release, gx;
+    } mutants[] = {
+        {"no cluster barrier after init", "thread 0 of CTA 0 (insn", "no mbarrier was initialized at shared 4096 of "
+         "CTA 1", 1, 0, 1, 1, -1, 3, 1, 0},
+        {"no cluster barrier at the end", "thread 32 of CTA 0 (insn", "an mbarrier arrival into CTA 1, whose threads "
+         "have all ended", 1, 1, 1, 0, -1, 3, 1, 0},
+        {"mapa rank 2", "mapa to rank 2, outside the cluster of 2 CTAs", NULL, 1, 1, 1, 1, 2, 3, 1, 0},
+        {"multicast mask 5", "multicast ctaMask 0x5 names a rank outside the cluster", NULL, 1, 1, 1, 1, -1, 5, 1, 0},
+        {"multicast mask 0", "multicast ctaMask 0 names no CTA", NULL, 1, 1, 1, 1, -1, 0, 1, 0},
+        {"multicast to CTA 0 alone", "the cluster of blocks (0, 0) and (1, 0) is stuck", "CTA 1: 64 threads live, 0 at "
+         "a barrier; warp 0: 32 lanes at insn 128 (barrier.cluster.wait); warp 1: 32 lanes at insn 56 (mbarrier spin) "
+         "on mbarrier 0, parity 0: 0 phases done, 0 arrivals and 2048 bytes to come", 1, 1, 1, 1, -1, 1, 1, 0},
+        {"cluster wait with no arrive", "barrier.cluster.wait with no barrier.cluster.arrive before it", NULL, 1, 1, 0,
+         1, -1, 3, 1, 0},
+        {"odd grid.x", "needs an even grid.x, not 3", NULL, 1, 1, 1, 1, -1, 3, 1, 3},
+        {"CTA 1 releases to itself alone", "thread 0 of CTA 0's async copy (insn", "overwrites shared 0 of CTA 1, "
+         "which thread 32 of CTA 1 read", 4, 1, 1, 1, -1, 3, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof mutants / sizeof mutants[0]; i++) {
+        const mc_kernel k = {mutants[i].uses, mutants[i].init_sync, mutants[i].init_arrive, mutants[i].end_sync,
+                             mutants[i].mapa_rank, mutants[i].mask, mutants[i].remote_release, mutants[i].gx};
+        expect_failure(mc_run_any, &k, mutants[i].what, mutants[i].want, mutants[i].want2);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w8a8 kernel");
@@ -2935,6 +3594,9 @@ int main(void)
     tcase_set_timeout(tma, 600);
     tcase_add_test(tma, tma_kernel_matches_reference);
     suite_add_tcase(s, tma);
+    TCase *cl = tcase_create("cluster"); /* CK_RUN_CASE=cluster: the interpreter's thread block clusters */
+    tcase_add_test(cl, cluster_multicast_kernel);
+    suite_add_tcase(s, cl);
     TCase *bs = tcase_create("tcgen05 block-scaled"); /* CK_RUN_CASE="tcgen05 block-scaled" */
     tcase_set_timeout(bs, 600);
     tcase_add_test(bs, tcgen05_block_scaled_matches_reference);
