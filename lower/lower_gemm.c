@@ -1133,7 +1133,11 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
-    if (L->cluster) /* the other block may still arrive on this one's mbarriers: both end together */
+    /* cluster: the other block's consumers may still arrive on this one's mbarriers, and this one's on
+     * the other's: no block ends before every consumer thread of both has arrived here, after its last
+     * remote arrival (.release). The producer warpgroup does not meet them: its copies land in stages
+     * both blocks wait for, and threads that have ended count as arrived. */
+    if (L->cluster)
         wb_tma_cluster_sync(L);
     if (!L->persist) /* persist: the next output tile first (tile_end) */
         wb_emit(L->f, WB_OP_RET, NULL, 0);

@@ -177,8 +177,6 @@ void wb_tma_setup(lw *L)
         wb_emit(L->f, WB_OP_SETMAXNREG_DEC, NULL, 1, wb_imm(PRODUCER_REGS));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_GE, L->tid, consumers + 32)), wb_text(idle));
     produce(L);
-    if (L->cluster) /* (the idle warps have ended: the cluster barrier counts them as arrived) */
-        wb_tma_cluster_sync(L);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(consume));
@@ -221,9 +219,8 @@ void wb_tma_release(lw *L, wb_reg tile)
     }
 }
 
-/* cluster: every thread of both blocks meets (barrier.cluster; threads that have ended count as
- * arrived): after the mbarriers are set up, and before a block ends, since the other may still
- * arrive on its mbarriers */
+/* cluster: the threads of both blocks meet (barrier.cluster; threads that have ended count as
+ * arrived): all of them after the mbarriers are set up, the consumers before they end (lower_gemm.c) */
 void wb_tma_cluster_sync(lw *L)
 {
     wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);

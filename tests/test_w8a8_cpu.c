@@ -2241,17 +2241,23 @@ static void run_block(emu *e)
 
 /* The two blocks of a cluster, together: a round of CTA 0's threads, then one of CTA 1's, until both
  * have ended (an ended one sits out). Remote arrivals, multicasts and the cluster barrier act on the
- * peer between its rounds. A deadlock is a turn of both rounds in which neither moved. */
-static void run_cluster(emu *const c[2])
+ * peer between its rounds. A deadlock is a turn of both rounds in which neither moved. The blocks of a
+ * cluster start on their SMs at no set time apart: CTA `lead` runs alone until it can go no further,
+ * and only then does the other start (so a copy or an arrival that reaches the other block before its
+ * mbarriers are set up fails, whichever block issues it). */
+static void run_cluster(emu *const c[2], int lead)
 {
     block_reset(c[0]);
     block_reset(c[1]);
+    int started = 0; /* the other block has started */
     while (!c[0]->ended || !c[1]->ended) {
         int moved = 0;
         for (int r = 0; r < 2; r++)
-            if (!c[r]->ended)
+            if (!c[r]->ended && (started || r == lead))
                 moved |= block_round(c[r]);
-        if (!moved)
+        if (!moved && !started)
+            started = moved = 1;
+        else if (!moved)
             stuck_cluster(c);
     }
 }
@@ -2400,8 +2406,8 @@ static void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t 
         for (unsigned bx = 0; bx < dims.grid[0]; bx += (unsigned)cl) {
             for (int r = 0; r < cl; r++)
                 c[r].ctaid[0] = bx + (unsigned)r, c[r].ctaid[1] = by;
-            if (cl > 1)
-                run_cluster(pair);
+            if (cl > 1) /* the pairs take turns leading */
+                run_cluster(pair, (int)((bx / 2 + by) & 1));
             else
                 run_block(&c[0]);
         }
@@ -3124,6 +3130,33 @@ START_TEST(tma_kernel_matches_reference)
 }
 END_TEST
 
+/* --cluster 2 (lower_tma.c): pairs of blocks on neighbouring channel tiles, each copying half of the
+ * activation tile into both by TMA multicast, both blocks' consumer warps releasing each stage to both
+ * producers, the pair meeting at barrier.cluster after setup and at the end; run two blocks at a time
+ * against the float64 reference: 4 channel tiles (2 pairs, the raster order over pairs), token tiles
+ * whose second half lies partly (M = 300, 100 with 64-row tiles) or wholly (M = 100 with 128-row
+ * tiles: rows 64..127 of the second tile are past M, its second half wholly) past M, 16-bit and 8-bit
+ * activations, fp8's two-level sums with a bias, s8, zero points. */
+START_TEST(tma_cluster_matches_reference)
+{
+    static const struct { const char *spec; int64_t m, k; int mt, stages; } cases[] = {
+        {"fp8", 300, 512, 4, 3},
+        {"fp8,out=f16,bias=1", 100, 384, 8, 4},
+        {"int8", 100, 512, 16, 3},
+        {"w4a16", 300, 512, 4, 3},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4},
+        {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
+        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
+                       .stages = cases[i].stages, .cluster = 2};
+        (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 512, cases[i].k, c);
+    }
+}
+END_TEST
+
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
  * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
@@ -3595,7 +3628,9 @@ int main(void)
     tcase_add_test(tma, tma_kernel_matches_reference);
     suite_add_tcase(s, tma);
     TCase *cl = tcase_create("cluster"); /* CK_RUN_CASE=cluster: the interpreter's thread block clusters */
+    tcase_set_timeout(cl, 600);
     tcase_add_test(cl, cluster_multicast_kernel);
+    tcase_add_test(cl, tma_cluster_matches_reference);
     suite_add_tcase(s, cl);
     TCase *bs = tcase_create("tcgen05 block-scaled"); /* CK_RUN_CASE="tcgen05 block-scaled" */
     tcase_set_timeout(bs, 600);
