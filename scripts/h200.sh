@@ -24,6 +24,9 @@
 #                                       M = 16384 on cp.async, TMA, TMA persistent and TMA in clusters of two
 #                                       (bench/ab_tma.sh), ncu counters of three decode kernels, W4A16 on TMA
 #                                       and persistent beside torch
+#   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
+#                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
+#                                       int8 both ways beside torch
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -162,6 +165,22 @@ if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants 
     torch=(); [ $load = tma-persistent ] && torch=(--no-torch)
     PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec w4a16 --load $load "${torch[@]}" \
       --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  done
+  exit 0
+fi
+if [ "$mode" = cluster ]; then # the kernels the ledger lacks, then TMA beside TMA in clusters of two, and beside torch
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  OUT=$LOGS MS="16384 4096" SPECS="fp8;int8;w4a16" VARIANTS="--mma wgmma --load tma;--mma wgmma --load tma --cluster 2" \
+    step 150 bash bench/ab_tma.sh
+  for run in "fp8 fp8" "int8 int8"; do # beside torch._scaled_mm / torch._int_mm in one process (graph replays)
+    read -r spec peer <<<"$run"
+    for load in tma tma-cluster; do
+      torch=(); [ $load = tma-cluster ] && torch=(--no-torch)
+      PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec $spec --peer $peer --load $load "${torch[@]}" \
+        --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    done
   done
   exit 0
 fi

@@ -273,8 +273,8 @@ if expect 0 "ptx --cluster 2" "" -- $W ptx fp8 --arch sm_90a --m 4096 --n 4096 -
     [ "$(grep -c 'multicast::cluster \[.*\], 3;$' "$tmp/out")" -eq 1 ] || fail "--cluster 2: not one multicast copy"
     grep -q 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \[' "$tmp/out" &&
         fail "--cluster 2: a plain activation copy beside the multicast"
-    [ "$(grep -c 'mbarrier.arrive.release.cluster.shared::cluster' "$tmp/out")" -ge 1 ] &&
-        [ "$(grep -c 'mapa.shared::cluster' "$tmp/out")" -eq "$(grep -c 'mbarrier.arrive.release.cluster' "$tmp/out")" ] ||
+    [ "$(grep -c 'mbarrier.arrive.shared::cluster' "$tmp/out")" -ge 1 ] &&
+        [ "$(grep -c 'mapa.shared::cluster' "$tmp/out")" -eq "$(grep -c 'mbarrier.arrive.shared::cluster' "$tmp/out")" ] ||
         fail "--cluster 2: no remote release, or one without mapa"
     [ "$(grep -c 'barrier.cluster.wait' "$tmp/out")" -eq 2 ] ||
         fail "--cluster 2: not two cluster barriers (after setup, the consumers' end)"

@@ -95,7 +95,7 @@
  * tokens (runtime/layer.c's tensor map). mapa models a shared::cluster address as (rank + 1) << 24 |
  * offset (a plain shared offset means the own block). cp.async.bulk.tensor .multicast::cluster writes
  * the box at the same offset into every block of its ctaMask, its bytes completing on the mbarrier at
- * the same offset in each; mbarrier.arrive.release.cluster arrives on the block its address names;
+ * the same offset in each; mbarrier.arrive.shared::cluster arrives on the block its address names;
  * barrier.cluster.arrive / wait is a split barrier over both blocks' threads (a wait spins until every
  * live thread of the cluster has arrived as often; ended threads count as arrived). A multicast or
  * remote arrival needs the destination's mbarrier initialized (so a cluster barrier between init and
