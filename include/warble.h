@@ -203,8 +203,8 @@ typedef struct wb_config {
                      * (--load tma only; never the heuristic's choice: not yet run on a GPU) */
     int cluster;    /* 2: blocks in pairs (a thread block cluster) on neighbouring channel tiles of one
                      * token tile, each copying half of the activation tile into both by TMA multicast,
-                     * so each reads a quarter fewer bytes from L2 (--load tma only, not with
-                     * persistent; never the heuristic's choice yet); 0 or 1: none */
+                     * so each reads fewer bytes from L2 (--load tma only, not with persistent; the
+                     * heuristic's choice on the TMA pipeline where the tiles pair up); 1: none */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };

@@ -27,6 +27,8 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
+#                                       (the heuristic's kernels) beside torch at large M
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
@@ -181,6 +183,17 @@ if [ "$mode" = cluster ]; then # the kernels the ledger lacks, then TMA beside T
       PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec $spec --peer $peer --load $load "${torch[@]}" \
         --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
     done
+  done
+  exit 0
+fi
+if [ "$mode" = picks ]; then # the kernels the ledger lacks, then the heuristic's kernels beside torch at large M
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  for run in "w4a16 f16 256,4096,16384 100" "fp8 fp8 4096,16384 60" "int8 int8 4096,16384 60"; do
+    read -r spec peer ms limit <<<"$run"
+    PYTHONUNBUFFERED=1 step "$limit" python3 bench/warble_peers.py --spec $spec --peer $peer --shapes 8192x8192 \
+      --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   done
   exit 0
 fi

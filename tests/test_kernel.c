@@ -391,7 +391,7 @@ START_TEST(cluster_pairs)
     static const char *const specs[] = {"w4a16", "fp8", "int8"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         wb_format f = fmt(specs[i]);
-        wb_config c = {.cluster = 2}, plain = {.load = WB_LOAD_TMA};
+        wb_config c = {.cluster = 2}, plain = {.load = WB_LOAD_TMA, .cluster = 1};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &plain), WB_OK);
         ck_assert_int_eq(c.load, WB_LOAD_TMA);
@@ -451,7 +451,7 @@ START_TEST(tma_warp_specialized)
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         for (size_t j = 0; j < 2; j++) {
             wb_format f = fmt(specs[i]);
-            wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA};
+            wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .cluster = 1};
             ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
             char *ptx = NULL;
             ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s: %s", specs[i], wb_last_error());

@@ -3124,7 +3124,7 @@ START_TEST(tma_kernel_matches_reference)
         wb_format f;
         ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
         wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages, .persistent = cases[i].persistent};
+                       .stages = cases[i].stages, .persistent = cases[i].persistent, .cluster = 1};
         (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, cases[i].k, c);
     }
 }

@@ -38,7 +38,7 @@ static const char *case_choices(const plan_case *c)
     return c->invariant ? "--batch-invariant"
            : c->tma == 3 ? "--mma,wgmma,--load,tma,--cluster,2"
            : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent"
-           : c->tma     ? "--mma,wgmma,--load,tma"
+           : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
                         : "";
 }
@@ -363,7 +363,7 @@ static wb_config case_forced(const plan_case *pc)
 {
     wb_config c = {.batch_invariant = pc->invariant};
     if (pc->tma)
-        c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = pc->tma == 2, c.cluster = pc->tma == 3 ? 2 : 0;
+        c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = pc->tma == 2, c.cluster = pc->tma == 3 ? 2 : 1;
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
     return c;

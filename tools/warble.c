@@ -42,8 +42,9 @@ static const char usage_text[] =
     "  --k-slices N        k64 slices each warp takes from a stage (1, 2, 4; mma.sync, 16-bit activations)\n"
     "  --batch-invariant   the same bits for a row whatever M is (mma.sync, split-K fixed by K)\n"
     "  --persistent        one block per SM walks the output tiles (--load tma; not yet run on a GPU)\n"
-    "  --cluster 2         blocks in pairs on neighbouring channel tiles, sharing the activation tile by TMA\n"
-    "                      multicast (--load tma, even --m-tiles; not yet run on a GPU)\n"
+    "  --cluster 1|2       2: blocks in pairs on neighbouring channel tiles, sharing the activation tile by\n"
+    "                      TMA multicast (--load tma, even --m-tiles; the default there where the tiles\n"
+    "                      pair up); 1: single blocks\n"
     "ARCH: sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a (aliases: turing, ampere, hopper,\n"
     "  b200, b300, rtx50, ...)\n"
     "exit status: 0 ok, 1 a failed check or run, 2 bad usage or input (unsupported specs included)\n";
