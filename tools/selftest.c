@@ -314,6 +314,9 @@ typedef struct kernel_rec {
     char sha[65], spec[512], cfg[160];
     double worst;
     int failed;
+    int left;    /* the plan's cases of this kernel not run yet (counted before the run; 0 or less for
+                  * a kernel the count missed) */
+    int written; /* in the ledger already: its last case passed before the run ended */
 } kernel_rec;
 
 typedef struct selftest {
@@ -321,31 +324,51 @@ typedef struct selftest {
     uint64_t seed;
     kernel_rec *k;
     int nk, capk;
+    const char *ledger; /* where validated kernels go (append_ledger) */
     int passed, failed;
 } selftest;
 
-static void record_kernel(selftest *t, const char *sha, const char *spec, const char *cfg, double err,
-                          int failed)
+/* The record of kernel sha (a new one, empty, when there is none; NULL when out of memory). */
+static kernel_rec *kernel_of(selftest *t, const char *sha)
 {
     for (int i = 0; i < t->nk; i++)
-        if (strcmp(t->k[i].sha, sha) == 0) {
-            t->k[i].worst = fmax(t->k[i].worst, err);
-            t->k[i].failed |= failed;
-            return;
-        }
+        if (strcmp(t->k[i].sha, sha) == 0)
+            return &t->k[i];
     if (t->nk == t->capk) {
         int cap = t->capk ? 2 * t->capk : 64;
         kernel_rec *k = realloc(t->k, (size_t)cap * sizeof *k);
         if (!k)
-            return; /* the ledger just misses it */
+            return NULL; /* the ledger just misses it */
         t->k = k, t->capk = cap;
     }
     kernel_rec *r = &t->k[t->nk++];
+    memset(r, 0, sizeof *r);
     snprintf(r->sha, sizeof r->sha, "%s", sha);
-    snprintf(r->spec, sizeof r->spec, "%s", spec);
-    snprintf(r->cfg, sizeof r->cfg, "%s", cfg);
-    r->worst = err;
-    r->failed = failed;
+    return r;
+}
+
+static int append_ledger(const selftest *t, const char *path, const kernel_rec *only);
+
+/* A case of kernel sha ran (failed: it did not pass). Once the plan's last case of the kernel has
+ * passed, with every earlier one, the kernel goes into the ledger at once: a run cut short by a time
+ * limit keeps what it validated. */
+static void record_kernel(selftest *t, const char *sha, const char *spec, const char *cfg, double err,
+                          int failed)
+{
+    kernel_rec *r = kernel_of(t, sha);
+    if (!r)
+        return;
+    if (!r->spec[0]) {
+        snprintf(r->spec, sizeof r->spec, "%s", spec);
+        snprintf(r->cfg, sizeof r->cfg, "%s", cfg);
+        r->worst = err;
+    }
+    r->worst = fmax(r->worst, err);
+    r->failed |= failed;
+    if (--r->left == 0 && !r->failed && t->ledger) {
+        append_ledger(t, t->ledger, r);
+        r->written = 1;
+    }
 }
 
 static int ledger_has(FILE *fp, const char *sha)
@@ -449,7 +472,9 @@ static int clear_pending(const selftest *t, const char *ledger)
     return 0;
 }
 
-static int write_ledger(const selftest *t, const char *path)
+/* Append the kernels that passed every case they ran and are not in the ledger yet (only: that one
+ * kernel, whose cases have all passed). */
+static int append_ledger(const selftest *t, const char *path, const kernel_rec *only)
 {
     FILE *fp = fopen(path, "a+");
     if (!fp)
@@ -468,7 +493,7 @@ static int write_ledger(const selftest *t, const char *path)
     int added = 0;
     for (int i = 0; i < t->nk; i++) {
         const kernel_rec *r = &t->k[i];
-        if (r->failed || ledger_has(fp, r->sha))
+        if ((only && r != only) || !r->spec[0] || r->failed || ledger_has(fp, r->sha))
             continue;
         fseek(fp, 0, SEEK_END);
         fprintf(fp, "%s\t%s\t%s\t%s\t%.3e\t%s\t%s\n", r->sha, r->spec, wb_arch_name(wb_gpu_arch(t->gpu)),
@@ -477,6 +502,10 @@ static int write_ledger(const selftest *t, const char *path)
     }
     if (fclose(fp) != 0)
         return cli_fail(CLI_FAILED, "writing the ledger '%s' failed", path);
+    if (only)
+        return 0;
+    for (int i = 0; i < t->nk; i++) /* those written as their last case passed */
+        added += t->k[i].written;
     printf("selftest: %d new kernel(s) added to %s\n", added, path);
     return clear_pending(t, path);
 }
@@ -954,11 +983,22 @@ int cmd_selftest(int argc, char **argv)
             twice_at = i;
             break;
         }
+    /* each kernel's cases in the plan, so that it goes into the ledger as soon as its last one passes */
+    for (int i = 0; i < p.count; i++) {
+        char sha[65];
+        wb_arch ga = wb_gpu_arch(t.gpu);
+        kernel_rec *r;
+        if (!case_kernel_sha(&p.c[i], ga, p.c[i].invariant ? INVARIANT_M : p.c[i].m, sha) && (r = kernel_of(&t, sha)))
+            r->left++;
+        if (p.c[i].invariant && !case_kernel_sha(&p.c[i], ga, p.c[i].m, sha) && (r = kernel_of(&t, sha)))
+            r->left++;
+    }
+    t.ledger = ledger;
     for (int i = 0; i < p.count; i++)
         run_case(&t, &p.c[i], i, i == twice_at);
     if (quant)
         run_quant_cases(&t, quick, 1);
-    rc = write_ledger(&t, ledger);
+    rc = append_ledger(&t, ledger, NULL);
     printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
     if (t.failed)
         rc = cli_fail(CLI_FAILED, "selftest: %d of %d cases failed (seed %llu)", t.failed, cases,
