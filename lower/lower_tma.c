@@ -21,7 +21,10 @@
  * the cp.async loop for per-channel W8A8 (H100, M = 16384: int8 by 16%, fp8 by 22%) and for W4A16
  * with two consumer warpgroups (H200: 2-16% at M = 256 to 16384); the heuristic's choice there above
  * M = 64. With cfg.persistent (persist) a block walks output tiles, producer and consumers alike, the
- * stage uses counted across them (tile_begin in lower_gemm.c). */
+ * stage uses counted across them (tile_begin in lower_gemm.c). With cfg.cluster 2 (cluster) blocks
+ * run in pairs on neighbouring channel tiles: each producer multicasts its half of the activation
+ * tile into both blocks, and each consumer warp releases a stage to both producers (wb_tma_release);
+ * docs/architecture.md. */
 #include "lower/gemm_lower.h"
 
 /* The full (or, with empty set, the empty) mbarrier of stage index idx. */

@@ -7,7 +7,8 @@
  * target cannot build (fp8): `--list` without `--arch` prints the cases common to every target.
  * The output is poisoned with NaN bits before each launch, so unwritten elements fail. Every kernel
  * that passed all its cases is appended once (by PTX sha256) to the ledger, which `ledger_check.sh`
- * compares against the kernels warble emits. */
+ * compares against the kernels warble emits: as soon as its last case in the plan passes, so that a
+ * run cut short keeps what it validated. */
 #include "tools/cli.h"
 
 #include <math.h>
