@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  --stages N  --m-tiles N  --warps-n N  --warps-k N\n"
     "  --k-slices N        k64 slices each warp takes from a stage (1, 2, 4; mma.sync, 16-bit activations)\n"
     "  --batch-invariant   the same bits for a row whatever M is (mma.sync, split-K fixed by K)\n"
-    "  --persistent        one block per SM walks the output tiles (--load tma; not yet run on a GPU)\n"
+    "  --persistent        one block per SM walks the output tiles (--load tma; forced only)\n"
     "  --cluster 1|2       2: blocks in pairs on neighbouring channel tiles, sharing the activation tile by\n"
     "                      TMA multicast (--load tma, even --m-tiles; the default there where the tiles\n"
     "                      pair up); 1: single blocks\n"
