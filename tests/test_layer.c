@@ -91,7 +91,8 @@ START_TEST(test_layer_bad_shape)
 END_TEST
 
 /* --load tma: every call encodes the activations' map (M x K, boxes of the block's tokens x 128 bytes,
- * 128-byte swizzle, zeros past M) and passes it by value as the kernel's last parameter. */
+ * or of half of them in clusters of two, 128-byte swizzle, zeros past M) and passes it by value as the
+ * kernel's last parameter. */
 START_TEST(test_layer_gemm_tma)
 {
     wb_gpu *g = fake_gpu();
@@ -111,7 +112,8 @@ START_TEST(test_layer_gemm_tma)
     ck_assert_uint_eq(fake.map_dims[1], 300);
     ck_assert_uint_eq(fake.map_stride, 2048);
     ck_assert_uint_eq(fake.map_box[0], 64);
-    ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles);
+    ck_assert_int_eq(cfg.cluster, 2); /* the heuristic's pairs of channel tiles: each block copies half */
+    ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles / 2);
     ck_assert_int_eq(fake.map_swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
     ck_assert_int_eq(fake.map_oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 1);
@@ -122,7 +124,8 @@ START_TEST(test_layer_gemm_tma)
     wb_layer_destroy(l);
     /* 8-bit activations: a map of bytes (rows of K bytes, boxes of 128), after the token scales */
     l = make_layer(g, "fp8", 256, 1024);
-    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}), WB_OK);
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .cluster = 1}),
+                     WB_OK);
     st = wb_layer_gemm_q(l, 300, 0xA000, 0xC000, 0xB000, NULL);
     ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
     ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
@@ -132,6 +135,7 @@ START_TEST(test_layer_gemm_tma)
     ck_assert_uint_eq(fake.map_dims[1], 300);
     ck_assert_uint_eq(fake.map_stride, 1024);
     ck_assert_uint_eq(fake.map_box[0], 128);
+    ck_assert_int_le(cfg.cluster, 1); /* single blocks, forced: the whole token tile a box */
     ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles);
     ck_assert_uint_eq(fake.launch_p8, 0xC000);
     ck_assert_uint_eq(fake.launch_map0, 0x7e45011ull + 3);
