@@ -348,7 +348,7 @@ static kernel_rec *kernel_of(selftest *t, const char *sha)
     return r;
 }
 
-static int append_ledger(const selftest *t, const char *path, const kernel_rec *only);
+static int append_ledger(const selftest *t, const char *path, const kernel_rec *only, int *added);
 
 /* A case of kernel sha ran (failed: it did not pass). Once the plan's last case of the kernel has
  * passed, with every earlier one, the kernel goes into the ledger at once: a run cut short by a time
@@ -366,10 +366,8 @@ static void record_kernel(selftest *t, const char *sha, const char *spec, const 
     }
     r->worst = fmax(r->worst, err);
     r->failed |= failed;
-    if (--r->left == 0 && !r->failed && t->ledger) {
-        append_ledger(t, t->ledger, r);
-        r->written = 1;
-    }
+    if (--r->left == 0 && !r->failed && t->ledger) /* (a failure to write shows at the end's append) */
+        append_ledger(t, t->ledger, r, &r->written);
 }
 
 static int ledger_has(FILE *fp, const char *sha)
@@ -474,8 +472,8 @@ static int clear_pending(const selftest *t, const char *ledger)
 }
 
 /* Append the kernels that passed every case they ran and are not in the ledger yet (only: that one
- * kernel, whose cases have all passed). */
-static int append_ledger(const selftest *t, const char *path, const kernel_rec *only)
+ * kernel, whose cases have all passed); *added: how many lines went in. */
+static int append_ledger(const selftest *t, const char *path, const kernel_rec *only, int *added_out)
 {
     FILE *fp = fopen(path, "a+");
     if (!fp)
@@ -503,6 +501,7 @@ static int append_ledger(const selftest *t, const char *path, const kernel_rec *
     }
     if (fclose(fp) != 0)
         return cli_fail(CLI_FAILED, "writing the ledger '%s' failed", path);
+    *added_out = added;
     if (only)
         return 0;
     for (int i = 0; i < t->nk; i++) /* those written as their last case passed */
@@ -999,7 +998,8 @@ int cmd_selftest(int argc, char **argv)
         run_case(&t, &p.c[i], i, i == twice_at);
     if (quant)
         run_quant_cases(&t, quick, 1);
-    rc = append_ledger(&t, ledger, NULL);
+    int added = 0;
+    rc = append_ledger(&t, ledger, NULL, &added);
     printf("selftest: %d passed, %d failed\n", t.passed, t.failed);
     if (t.failed)
         rc = cli_fail(CLI_FAILED, "selftest: %d of %d cases failed (seed %llu)", t.failed, cases,
