@@ -1,9 +1,10 @@
 /* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
- * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA) and reports the
- * best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices, --stages,
- * --load) stay fixed. A swept config is first probed with one call per layer; one slower than
+ * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
+ * clusters of two where the tiles pair up and in single blocks) and reports the best; choices given on
+ * the command line (--m-tiles, --warps-n, --warps-k, --k-slices, --stages, --load, --cluster) stay
+ * fixed. A swept config is first probed with one call per layer; one slower than
  * SWEEP_PRUNE x the best so far is reported as "pruned" with that probe's time and not timed fully
  * (at M = 16384 a full timing of a small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
  * synchronization inside a batch). */
@@ -141,7 +142,10 @@ static int config_legal(bench *b, wb_config *cfg)
 static int sweep(bench *b, const wb_config *best_default, double default_us)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
-                     wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4}, loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA};
+                     wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
+    /* wgmma's load paths: cp.async, TMA as the heuristic takes it (clusters of two where the tiles pair
+     * up), TMA in single blocks */
+    static const int loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA}, clusters[] = {0, 0, 1};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     wb_config best = *best_default;
     double best_us = default_us;
@@ -152,14 +156,14 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++)
                 for (int ki = 0; ki < 3; ki++)
-                for (int li = 0; li < 2; li++) { /* wgmma: both load paths (TMA is wgmma's only) */
+                for (int li = 0; li < 3; li++) { /* wgmma: every load path (TMA is wgmma's only) */
                     wb_config cfg = *forced;
                     if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
                         (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki) ||
-                        (forced->load && li))
+                        (forced->load && li) || (forced->cluster && li == 2))
                         continue;
                     if (!forced->load && (forced->mma ? forced->mma : mmas[mi]) == WB_MMA_WGMMA)
-                        cfg.load = loads[li];
+                        cfg.load = loads[li], cfg.cluster = forced->cluster ? forced->cluster : clusters[li];
                     else if (li)
                         continue;
                     cfg.k_slices = forced->k_slices ? forced->k_slices : kss[ki];
@@ -168,6 +172,12 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
                     cfg.warps_n = forced->warps_n ? forced->warps_n : wns[j];
                     cfg.warps_k = forced->warps_k ? forced->warps_k : wks[q];
                     cfg.stages = forced->stages ? forced->stages : st;
+                    if (li == 2) { /* single blocks: unless the heuristic's TMA kernel (li 1) is that already */
+                        wb_config paired = cfg;
+                        paired.cluster = 0;
+                        if (!config_legal(b, &paired) || paired.cluster != 2)
+                            continue;
+                    }
                     double us;
                     if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || probe_one(b, &us) != 0)
                         continue;
