@@ -52,7 +52,10 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libwarble.a include/warble.h
 
 $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libwarble.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -o $@ $< $(BUILD)/libwarble.a $(CHECK_LIBS) -ldl -lm -lpthread
+	$(CC) $(ALLFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libwarble.a $(CHECK_LIBS) -ldl -lm -lpthread
+
+# Tests that run kernels on the CPU interpreter of the instruction IR link its source too.
+$(BUILD)/tests/test_w8a8_cpu: tests/interp.c
 
 # Unit tests (Check), built and run under ASan+UBSan in their own build tree.
 unit: $(TESTS)

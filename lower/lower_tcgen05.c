@@ -46,7 +46,7 @@
  * the s32 sums of mma.sync stay exact (docs/architecture.md).
  *
  * No Blackwell GPU was available to this project: these kernels are assembled by ptxas for sm_100a
- * and sm_103a and executed by the CPU interpreter of the tests (tests/test_w8a8_cpu.c), which models
+ * and sm_103a and executed by the CPU interpreter of the tests (tests/interp.c), which models
  * the instructions from the PTX ISA; they have not run on hardware. */
 #include "lower/gemm_lower.h"
 
