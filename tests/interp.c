@@ -684,27 +684,6 @@ static int compare(wb_op op, const char *ty, uint64_t a, uint64_t b)
     return op == WB_OP_SETP_LT ? x < y : op == WB_OP_SETP_GE ? x >= y : op == WB_OP_SETP_NE ? x != y : x == y;
 }
 
-double half_to_double(int bf, uint32_t h)
-{
-    return bf ? wb_bf16_to_double((uint16_t)h) : wb_f16_to_double((uint16_t)h);
-}
-
-uint32_t double_to_half(int bf, double v) { return bf ? wb_bf16_from_double(v) : wb_f16_from_double(v); }
-
-/* fma.rn.f16x2 / bf16x2 (as tests/test_dequant.c): on each 16-bit half, a * b (exact in double) + c,
- * rounded once to nearest even, subnormals kept. (Every fma of these kernels adds -0 or a value near
- * a * b, so the double sum is exact too.) */
-static uint32_t fma_x2(int bf, uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t r = 0;
-    for (int h = 0; h < 2; h++) {
-        int s = 16 * h;
-        double v = half_to_double(bf, a >> s & 0xFFFF) * half_to_double(bf, b >> s & 0xFFFF) +
-                   half_to_double(bf, c >> s & 0xFFFF);
-        r |= double_to_half(bf, v) << s;
-    }
-    return r;
-}
 
 /* cvt.rn.f16x2.e2m1x2 d, b (as tests/test_dequant.c): the low nibble of the .b8 b to the low half of d,
  * the high nibble to the high half, each exactly (every e2m1 value is an f16). */
@@ -995,7 +974,7 @@ static void run_tc_mma(emu *e, thread *th, const wb_insn *in)
                 if (h16) {
                     uint16_t v;
                     memcpy(&v, shared_at(e, at, 2), 2);
-                    *x = half_to_double(bf, v);
+                    *x = wbt_half_to_double(bf, v);
                 } else {
                     uint8_t code = *shared_at(e, at, 1);
                     *x = i8 ? (double)(int8_t)code : wb_type_decode(side ? fb : fa, code);
@@ -1454,7 +1433,7 @@ static void run_thread(emu *e, int i)
         case WB_OP_ADD_F32: *d = from_f32(as_f32(val(th, &o[1])) + as_f32(val(th, &o[2]))); break;
         case WB_OP_FMA_X2:
             if (strcmp(in->type, "f16x2") == 0 || strcmp(in->type, "bf16x2") == 0) {
-                *d = fma_x2(in->type[0] == 'b', (uint32_t)val(th, &o[1]), (uint32_t)val(th, &o[2]),
+                *d = wbt_fma_x2(in->type[0] == 'b', (uint32_t)val(th, &o[1]), (uint32_t)val(th, &o[2]),
                             (uint32_t)val(th, &o[3]));
                 break;
             }
@@ -1677,13 +1656,13 @@ static void run_mma_f16(const wb_insn *in, uint64_t *r[32])
         for (int reg = 0; reg < na; reg++) {
             uint32_t v = (uint32_t)r[l][o[4 + reg].v];
             int row = gid + 8 * (reg & 1), col = 8 * (reg >> 1) + 2 * tig;
-            a[row][col] = half_to_double(bf, v & 0xFFFF);
-            a[row][col + 1] = half_to_double(bf, v >> 16);
+            a[row][col] = wbt_half_to_double(bf, v & 0xFFFF);
+            a[row][col + 1] = wbt_half_to_double(bf, v >> 16);
         }
         for (int reg = 0; reg < nb; reg++) {
             uint32_t v = (uint32_t)r[l][o[4 + na + reg].v];
-            b[8 * reg + 2 * tig][gid] = half_to_double(bf, v & 0xFFFF);
-            b[8 * reg + 2 * tig + 1][gid] = half_to_double(bf, v >> 16);
+            b[8 * reg + 2 * tig][gid] = wbt_half_to_double(bf, v & 0xFFFF);
+            b[8 * reg + 2 * tig + 1][gid] = wbt_half_to_double(bf, v >> 16);
         }
         for (int i = 0; i < 4; i++)
             c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (double)as_f32(r[l][o[c0 + i].v]);
@@ -1754,8 +1733,8 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
             uint64_t v = r[l][o[1].list[reg].id];
             if (h16) {
                 int row = gid + 8 * (reg & 1), col = 8 * (reg >> 1) + 2 * tig;
-                a[row][col] = half_to_double(bf, v & 0xFFFF);
-                a[row][col + 1] = half_to_double(bf, v >> 16 & 0xFFFF);
+                a[row][col] = wbt_half_to_double(bf, v & 0xFFFF);
+                a[row][col + 1] = wbt_half_to_double(bf, v >> 16 & 0xFFFF);
                 continue;
             }
             for (int q = 0; q < 4; q++) {
@@ -1777,7 +1756,7 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
                 uint64_t addr = wgmma_b_addr(desc, n, 2 * k);
                 memcpy(&v, shared_at(e, addr, 2), 2);
                 async_read(e, warp, addr, 2);
-                b[k][n] = half_to_double(bf, v);
+                b[k][n] = wbt_half_to_double(bf, v);
                 continue;
             }
             uint64_t addr = wgmma_b_addr(desc, n, k);
@@ -1812,37 +1791,41 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
     }
 }
 
-/* mma.sync s4 x s4 -> s32 (PTX ISA fragments): m16n8k64, A register j = row gid + 8 (j & 1), k 32 (j >> 1)
- * + 8 tig + i in nibble i, B register j = k 32 j + 8 tig + i, token gid; m8n8k32, A = row gid, k 8 tig
- * + i, B = k 8 tig + i. D as the s8 shapes. Exact, wrapping. */
-static void run_mma_s4(const wb_insn *in, uint64_t *r[32])
+/* mma.sync on integer codes of `bits` (8: s8, 4: s4) -> s32, big: m16n8k32 (s8) / m16n8k64 (s4), else
+ * m8n8k16 / m8n8k32 (PTX ISA fragments, per = 32 / bits codes a register, code i of a register at bits
+ * i): big, A register j = row gid + 8 (j & 1), k 4 per (j >> 1) + per tig + i, B register j = k 4 per j
+ * + per tig + i, token gid; small, A = row gid, k per tig + i, B = k per tig + i. D register i = row
+ * gid + 8 (i >> 1), token 2 tig + (i & 1). Exact, wrapping. */
+static void run_mma_int(const wb_insn *in, uint64_t *r[32], int bits, int big)
 {
     const wb_opnd *o = in->o;
-    int k64 = in->op == WB_OP_MMA_S4_K64, rows = k64 ? 16 : 8, kk = k64 ? 64 : 32, nd = k64 ? 4 : 2;
+    int per = 32 / bits, rows = big ? 16 : 8, kk = (big ? 8 : 4) * per, nd = big ? 4 : 2;
     int a[16][64] = {{0}}, b[64][8] = {{0}};
     int64_t c[16][8] = {{0}};
     for (int l = 0; l < 32; l++) {
         int gid = l / 4, tig = l % 4;
-        for (int i = 0; i < 8; i++) {
-            if (k64) {
+        for (int i = 0; i < per; i++) {
+#define CODE(x) (bits == 4 ? nibble_of((x), i) : byte_of((x), i))
+            if (big) {
                 for (int reg = 0; reg < 4; reg++)
-                    a[gid + 8 * (reg & 1)][(reg >> 1) * 32 + tig * 8 + i] = nibble_of(r[l][o[4 + reg].v], i);
-                b[tig * 8 + i][gid] = nibble_of(r[l][o[8].v], i);
-                b[32 + tig * 8 + i][gid] = nibble_of(r[l][o[9].v], i);
+                    a[gid + 8 * (reg & 1)][(reg >> 1) * 4 * per + tig * per + i] = CODE(r[l][o[4 + reg].v]);
+                b[tig * per + i][gid] = CODE(r[l][o[8].v]);
+                b[4 * per + tig * per + i][gid] = CODE(r[l][o[9].v]);
             } else {
-                a[gid][tig * 8 + i] = nibble_of(r[l][o[2].v], i);
-                b[tig * 8 + i][gid] = nibble_of(r[l][o[3].v], i);
+                a[gid][tig * per + i] = CODE(r[l][o[2].v]);
+                b[tig * per + i][gid] = CODE(r[l][o[3].v]);
             }
+#undef CODE
         }
         for (int i = 0; i < nd; i++)
-            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[nd + (k64 ? 6 : 2) + i].v];
+            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[nd + (big ? 6 : 2) + i].v];
     }
     for (int m = 0; m < rows; m++)
         for (int n = 0; n < 8; n++) {
-            int64_t s = c[m][n];
+            int64_t acc = c[m][n];
             for (int k = 0; k < kk; k++)
-                s += a[m][k] * b[k][n];
-            c[m][n] = (int32_t)(uint32_t)(uint64_t)s;
+                acc += a[m][k] * b[k][n];
+            c[m][n] = (int32_t)(uint32_t)(uint64_t)acc;
         }
     for (int l = 0; l < 32; l++)
         for (int i = 0; i < nd; i++)
@@ -1955,7 +1938,7 @@ static void run_collective(emu *e, int base)
         return;
     }
     if (in->op == WB_OP_MMA_S4_K64 || in->op == WB_OP_MMA_S4_K32) {
-        run_mma_s4(in, r);
+        run_mma_int(in, r, 4, in->op == WB_OP_MMA_S4_K64);
         return;
     }
     if (in->op == WB_OP_MMA_FP8) {
@@ -1978,34 +1961,7 @@ static void run_collective(emu *e, int base)
         run_wgmma(e, base / 32, in, r);
         return;
     }
-    int k32 = in->op == WB_OP_MMA_S8_K32, rows = k32 ? 16 : 8, kk = k32 ? 32 : 16;
-    int a[16][32] = {{0}}, b[32][8] = {{0}}, c[16][8] = {{0}};
-    for (int l = 0; l < 32; l++) {
-        int gid = l / 4, tig = l % 4;
-        for (int q = 0; q < 4; q++) {
-            if (k32) {
-                for (int reg = 0; reg < 4; reg++)
-                    a[gid + 8 * (reg & 1)][(reg >> 1) * 16 + tig * 4 + q] = byte_of(r[l][o[4 + reg].v], q);
-                b[tig * 4 + q][gid] = byte_of(r[l][o[8].v], q);
-                b[16 + tig * 4 + q][gid] = byte_of(r[l][o[9].v], q);
-            } else {
-                a[gid][tig * 4 + q] = byte_of(r[l][o[2].v], q);
-                b[tig * 4 + q][gid] = byte_of(r[l][o[3].v], q);
-            }
-        }
-        for (int i = 0; i < (k32 ? 4 : 2); i++)
-            c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[(k32 ? 10 : 4) + i].v];
-    }
-    for (int m = 0; m < rows; m++)
-        for (int n = 0; n < 8; n++) {
-            int64_t s = c[m][n];
-            for (int k = 0; k < kk; k++)
-                s += a[m][k] * b[k][n];
-            c[m][n] = (int32_t)(uint32_t)(uint64_t)s;
-        }
-    for (int l = 0; l < 32; l++)
-        for (int i = 0; i < (k32 ? 4 : 2); i++)
-            r[l][o[i].v] = (uint32_t)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)];
+    run_mma_int(in, r, 8, in->op == WB_OP_MMA_S8_K32); /* the s8 shapes: what is left */
 }
 
 /* Where warp w waits, as text (its first live lane: a barrier, a collective, a barrier.cluster wait, or

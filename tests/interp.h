@@ -69,9 +69,4 @@ void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params
 void expect_failure(void (*fn)(const void *), const void *arg, const char *what, const char *want,
                     const char *want2);
 
-/* A 16-bit value (f16, or bf16 when bf) to double, and a double to the nearest one (the interpreter's
- * own conversions, which the tests' data and bounds use too). */
-double half_to_double(int bf, uint32_t h);
-uint32_t double_to_half(int bf, double v);
-
 #endif

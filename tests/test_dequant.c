@@ -25,8 +25,6 @@
             ck_abort_msg(__VA_ARGS__);   \
     } while (0)
 
-static double half_to_double(int bf, uint32_t h) { return bf ? wb_bf16_to_double((uint16_t)h) : wb_f16_to_double((uint16_t)h); }
-static uint32_t double_to_half(int bf, double v) { return bf ? wb_bf16_from_double(v) : wb_f16_from_double(v); }
 
 static uint32_t opnd(const uint32_t *regs, wb_opnd o)
 {
@@ -60,18 +58,6 @@ static uint32_t cvt_f16x2_fp8x2(const wb_func *f, const char *name, wb_opnd src,
     return wb_f16_from_double(lo) | (uint32_t)wb_f16_from_double(hi) << 16;
 }
 
-/* fma on both 16-bit halves, exact in double, rounded once */
-static uint32_t fma_x2(int bf, uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t r = 0;
-    for (int h = 0; h < 2; h++) {
-        int s = 16 * h;
-        double v = half_to_double(bf, a >> s & 0xFFFF) * half_to_double(bf, b >> s & 0xFFFF) +
-                   half_to_double(bf, c >> s & 0xFFFF);
-        r |= double_to_half(bf, v) << s;
-    }
-    return r;
-}
 
 static void run(const wb_func *f, uint32_t *regs)
 {
@@ -107,7 +93,7 @@ static void run(const wb_func *f, uint32_t *regs)
             break;
         }
         case WB_OP_FMA_X2:
-            *d = fma_x2(!strcmp(in->type, "bf16x2"), opnd(regs, in->o[1]), opnd(regs, in->o[2]), opnd(regs, in->o[3]));
+            *d = wbt_fma_x2(!strcmp(in->type, "bf16x2"), opnd(regs, in->o[1]), opnd(regs, in->o[2]), opnd(regs, in->o[3]));
             break;
         case WB_OP_UNPACK_B8X4: /* mov.b32 {d0, d1, d2, d3}, s: byte i of s to di */
             for (int b = 0; b < 4; b++) {
@@ -289,10 +275,10 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
                     uint32_t sw;
                     memcpy(&sw, scale + idx * sb, 4);
                     double s_exact = wb_type_decode(f.ws, sw & ((1ull << (8 * sb)) - 1)) * (f.wgs ? global : 1.0);
-                    double s = half_to_double(bf, double_to_half(bf, s_exact));
+                    double s = wbt_half_to_double(bf, wbt_double_to_half(bf, s_exact));
                     double v = wb_format_weight_value(&f, codes[row * k + col]), want;
                     if (f.w.kind == WB_KIND_TABLE) /* a table value is rounded once to the compute type */
-                        v = half_to_double(bf, double_to_half(bf, v));
+                        v = wbt_half_to_double(bf, wbt_double_to_half(bf, v));
                     if (f.zp == WB_ZP_INT)
                         v -= zero[idx];
                     if (!scaled) {
@@ -300,12 +286,12 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
                     } else if (f.zp == WB_ZP_FP) {
                         uint32_t zc;
                         memcpy(&zc, zf + idx * sb, 4);
-                        double c = half_to_double(bf, double_to_half(bf, -wb_type_decode(f.ws, zc & ((1ull << (8 * sb)) - 1)) * s_exact));
-                        want = half_to_double(bf, double_to_half(bf, v * s + c));
+                        double c = wbt_half_to_double(bf, wbt_double_to_half(bf, -wb_type_decode(f.ws, zc & ((1ull << (8 * sb)) - 1)) * s_exact));
+                        want = wbt_half_to_double(bf, wbt_double_to_half(bf, v * s + c));
                     } else {
-                        want = half_to_double(bf, double_to_half(bf, v * s));
+                        want = wbt_half_to_double(bf, wbt_double_to_half(bf, v * s));
                     }
-                    double got = half_to_double(bf, regs[out[step * 4 + reg].id] >> (16 * half) & 0xFFFF);
+                    double got = wbt_half_to_double(bf, regs[out[step * 4 + reg].id] >> (16 * half) & 0xFFFF);
                     CHECK(got == want || (got == 0 && want == 0), "%s: lane %d step %d reg %d half %d "
                                   "(row %d, col %d, code 0x%x): got %.9g, want %.9g", spec, lane, step, reg, half,
                                   row, col, codes[row * k + col], got, want);
@@ -575,8 +561,8 @@ static void check_every_scale(const char *spec)
             CHECK(got == regs[1][out[1][i].id], "%s, scale pair 0x%08x, register %d: 0x%08x, the bit moves 0x%08x",
                   spec, sp, i, got, regs[1][out[1][i].id]);
             for (int half = 0; half < 2; half++) {
-                double v = wb_format_weight_value(&f, code[i][half]), sc = half_to_double(bf, sp >> (16 * half) & 0xFFFF);
-                uint32_t want = double_to_half(bf, v * sc + -0.0);
+                double v = wb_format_weight_value(&f, code[i][half]), sc = wbt_half_to_double(bf, sp >> (16 * half) & 0xFFFF);
+                uint32_t want = wbt_double_to_half(bf, v * sc + -0.0);
                 CHECK((got >> (16 * half) & 0xFFFF) == want, "%s, scale 0x%04x, code 0x%x: 0x%04x, want 0x%04x", spec,
                       sp >> (16 * half) & 0xFFFF, code[i][half], got >> (16 * half) & 0xFFFF, want);
             }

@@ -230,7 +230,7 @@ static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, i
     }
     wglobal = (float)((double)(wbt_next(&st) % 1000 + 500) / 1024.0);
     for (int64_t i = 0; i < n; i++)
-        bias[i] = (uint16_t)double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
+        bias[i] = (uint16_t)wbt_double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
     for (int64_t i = 0; i < m * k; i += 16) {
         uint64_t r = wbt_next(&st);
         double mag = r % 16 == 0 ? 0 : ldexp(1.0, (int)(r / 16 % 10) - 6);
@@ -280,7 +280,7 @@ static void run_case_fp4(const char *spec, wb_arch arch, int64_t m, int64_t n, i
             double mag = 0, r = ref[row * n + col];
             for (int64_t j = 0; j < k; j++)
                 mag += fabs(av[row * k + j] * wv[j]);
-            double o = half_to_double(ob, out[row * n + col]);
+            double o = wbt_half_to_double(ob, out[row * n + col]);
             double tol = fabs(r) * (ob ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
             CHECK(isfinite(r), "%s: the reference of out[%lld][%lld] is not finite", spec, (long long)row,
                   (long long)col);
@@ -324,9 +324,9 @@ static void run_case_a16(const char *spec, wb_arch arch, int64_t m, int64_t n, i
         wzero[i] = (uint8_t)(wbt_next(&st) & ((1u << f->w.bits) - 1));
     }
     for (int64_t i = 0; i < n; i++)
-        bias[i] = (uint16_t)double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
+        bias[i] = (uint16_t)wbt_double_to_half(ob, (double)(wbt_next(&st) % 200) / 50.0 - 2);
     for (int64_t i = 0; i < m * k; i++)
-        a[i] = (uint16_t)double_to_half(ab, (double)(wbt_next(&st) % 20001) / 10000.0 - 1.0);
+        a[i] = (uint16_t)wbt_double_to_half(ab, (double)(wbt_next(&st) % 20001) / 10000.0 - 1.0);
     wb_host_weights hw = {.w = w, .w_scale = wscale, .w_zero = f->zp == WB_ZP_INT ? wzero : NULL,
                           .bias = f->bias ? bias : NULL};
     wb_host_acts ha = {.a = a};
@@ -352,9 +352,9 @@ static void run_case_a16(const char *spec, wb_arch arch, int64_t m, int64_t n, i
                 double z = f->zp == WB_ZP_INT ? wzero[si] : 0;
                 double wv = (f->zp == WB_ZP_INT ? (double)w[col * k + j] - z : wb_format_weight_value(f, w[col * k + j])) *
                             stored_value(f->ws, wscale, si);
-                mag += fabs(half_to_double(ab, a[row * k + j]) * wv);
+                mag += fabs(wbt_half_to_double(ab, a[row * k + j]) * wv);
             }
-            double o = half_to_double(ob, out[row * n + col]);
+            double o = wbt_half_to_double(ob, out[row * n + col]);
             double tol = fabs(r) * (ob ? 0x1p-8 : 0x1p-11) + mag * 0x1p-20 + 0x1p-24;
             if (!ob && fabs(r) - tol > 65504) { /* past the f16 range (int8 x f16 scales over long K): saturated */
                 CHECK(fabs(o) >= 65504 && (o > 0) == (r > 0), "%s %s [%s]: out[%lld][%lld] = %g, reference %g past "
@@ -849,16 +849,16 @@ static void run_quant(const char *spec, int bf16, wb_arch arch, int64_t m, int64
             v *= 50; /* outliers */
         if (m > 1 && row == m / 2)
             v = 0; /* scale 0, codes 0 */
-        x[i] = (uint16_t)double_to_half(bf16, v);
-        xf[i] = (float)half_to_double(bf16, x[i]);
+        x[i] = (uint16_t)wbt_double_to_half(bf16, v);
+        xf[i] = (float)wbt_half_to_double(bf16, x[i]);
     }
     if (f.ags) { /* the tensor's largest |x| at one place, five eighths in: a pass that skips a part misses it */
         double top = 0;
         for (size_t i = 0; i < n; i++)
             top = fmax(top, fabs((double)xf[i]));
         size_t at = n * 5 / 8;
-        x[at] = (uint16_t)double_to_half(bf16, -2 * top);
-        xf[at] = (float)half_to_double(bf16, x[at]);
+        x[at] = (uint16_t)wbt_double_to_half(bf16, -2 * top);
+        xf[at] = (float)wbt_half_to_double(bf16, x[at]);
     }
     float global = 0, gg = -1; /* the tensor scale (ags=1): the reference's, the kernels' (poison) */
     ck_assert_int_eq(wb_reference_quantize_acts(&f, m, k, xf, codes, sc, &global), WB_OK);
