@@ -162,6 +162,11 @@ void wb_tma_setup(lw *L)
     wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
     L->elected = pred_of(L, WB_OP_SETP_EQ, L->tid, 0);
     L->mbar = addi(L, L->smem, L->lay.mbar_off);
+    if (L->cluster)
+        wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+                wb_text("load rule: TMA in a cluster of two blocks on neighbouring channel tiles; each producer "
+                        "multicasts its half of the activation tile into both, each consumer warp releases a "
+                        "stage to both producers"));
     /* cluster: a stage is refilled (in both blocks: the activation halves are multicast) once the
      * consumer warps of both have released it */
     int releasers = consumers / 32 * (L->cluster ? 2 : 1);

@@ -279,6 +279,8 @@ if expect 0 "ptx --cluster 2" "" -- $W ptx fp8 --arch sm_90a --m 4096 --n 4096 -
     [ "$(grep -c 'barrier.cluster.wait' "$tmp/out")" -eq 2 ] ||
         fail "--cluster 2: not two cluster barriers (after setup, the consumers' end)"
 fi
+expect 0 "ptx --cluster annotated" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 &&
+    { grep -q '// load rule: TMA in a cluster of two' "$tmp/out" || fail "--cluster 2: no load rule in the annotated PTX"; }
 expect 0 "ptx --cluster hash" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --hash
 grep -q 'load=tma,mma=wgmma,cluster=2$' "$tmp/out" || fail "--cluster config: $(cat "$tmp/out")"
 expect 0 "check --cluster 2" " ok" -- $W check int8 --arch sm_90a --m 1000 --n 4096 --k 4096 --cluster 2
