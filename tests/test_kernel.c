@@ -373,11 +373,10 @@ START_TEST(persistent_grid)
         ck_assert_ptr_null(strstr(ptx, "%nctaid.y")); /* the tiles come from the walk, not the grid's shape */
         free(ptx);
     }
-    wb_format f = fmt("w4a16");
-    wb_config c = {.persistent = 1, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
     char *ptx = NULL;
-    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A,
+                             (wb_config){.persistent = 1, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA}, &ptx),
+                     WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "TMA pipeline"));
 }
 END_TEST
@@ -420,7 +419,6 @@ START_TEST(cluster_pairs)
             ck_assert_ptr_nonnull(strstr(wb_last_error(), "two channel tiles"));
         }
     }
-    wb_format f = fmt("fp8");
     const wb_config bad[] = {
         {.cluster = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA},
         {.cluster = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1},
@@ -428,10 +426,8 @@ START_TEST(cluster_pairs)
         {.cluster = 3, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        wb_config c = bad[i];
-        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
         char *ptx = NULL;
-        ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_ERR_UNSUPPORTED);
+        ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, bad[i], &ptx), WB_ERR_UNSUPPORTED);
         ck_assert_ptr_nonnull(strstr(wb_last_error(), "cluster"));
     }
 }
