@@ -1791,6 +1791,9 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
     }
 }
 
+/* Code i of a register of integer codes of `bits` (4 or 8), signed. */
+static int code_of(uint64_t word, int bits, int i) { return bits == 4 ? nibble_of(word, i) : byte_of(word, i); }
+
 /* mma.sync on integer codes of `bits` (8: s8, 4: s4) -> s32, big: m16n8k32 (s8) / m16n8k64 (s4), else
  * m8n8k16 / m8n8k32 (PTX ISA fragments, per = 32 / bits codes a register, code i of a register at bits
  * i): big, A register j = row gid + 8 (j & 1), k 4 per (j >> 1) + per tig + i, B register j = k 4 per j
@@ -1805,17 +1808,15 @@ static void run_mma_int(const wb_insn *in, uint64_t *r[32], int bits, int big)
     for (int l = 0; l < 32; l++) {
         int gid = l / 4, tig = l % 4;
         for (int i = 0; i < per; i++) {
-#define CODE(x) (bits == 4 ? nibble_of((x), i) : byte_of((x), i))
             if (big) {
                 for (int reg = 0; reg < 4; reg++)
-                    a[gid + 8 * (reg & 1)][(reg >> 1) * 4 * per + tig * per + i] = CODE(r[l][o[4 + reg].v]);
-                b[tig * per + i][gid] = CODE(r[l][o[8].v]);
-                b[4 * per + tig * per + i][gid] = CODE(r[l][o[9].v]);
+                    a[gid + 8 * (reg & 1)][(reg >> 1) * 4 * per + tig * per + i] = code_of(r[l][o[4 + reg].v], bits, i);
+                b[tig * per + i][gid] = code_of(r[l][o[8].v], bits, i);
+                b[4 * per + tig * per + i][gid] = code_of(r[l][o[9].v], bits, i);
             } else {
-                a[gid][tig * per + i] = CODE(r[l][o[2].v]);
-                b[tig * per + i][gid] = CODE(r[l][o[3].v]);
+                a[gid][tig * per + i] = code_of(r[l][o[2].v], bits, i);
+                b[tig * per + i][gid] = code_of(r[l][o[3].v], bits, i);
             }
-#undef CODE
         }
         for (int i = 0; i < nd; i++)
             c[gid + 8 * (i >> 1)][tig * 2 + (i & 1)] = (int32_t)(uint32_t)r[l][o[nd + (big ? 6 : 2) + i].v];
