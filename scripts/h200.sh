@@ -27,6 +27,8 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
+#                                       on 8192 x 8192 and 28672 x 4096 (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
@@ -129,6 +131,19 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
+  exit 0
+fi
+if [ "$mode" = formats ]; then # the kernels the ledger lacks, then the weight types at M = 1 on two shapes (issue 3)
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
+  formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
+  for shape in 8192x8192 28672x4096; do
+    PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes $shape \
+      --m 1 --spec "$formats" --out "$LOGS/formats.jsonl" >>"$LOGS/formats.log" 2>&1 || tail -5 "$LOGS/formats.log"
+  done
+  python3 bench/report.py "$LOGS/formats.jsonl" >"$LOGS/formats.md" 2>&1; cat "$LOGS/formats.md"
   exit 0
 fi
 if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside torch (both load paths), the types at M = 1
