@@ -27,6 +27,7 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh direct              --load direct: its selftest cases, beside the heuristic's decode kernels
 #                                       (warble bench), sweeps of its configs, the suite at M = 1, 16 (copy ceiling)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
@@ -132,6 +133,21 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     # shellcheck disable=SC2086
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
+  done
+  exit 0
+fi
+if [ "$mode" = stalls ]; then # why the decode kernels wait: ncu's stall reasons per issued instruction, SASS counts
+  for run in "w4a16|1|" "w4a16|16|" "a=f16,w=int2,g=128|1|" "w4a16|1|--load direct --warps-n 2 --warps-k 4 --k-slices 4 --stages 2" \
+             "w4a8-fp8|16|" "w4a16|16|--warps-k 4" "w4a16|16|--warps-k 1 --warps-n 4"; do
+    IFS='|' read -r spec m flags <<<"$run"
+    name="$spec-m$m${flags:+-$(echo "$flags" | tr -d ' -' | cut -c1-24)}"; name=${name//[,=]/_}
+    # shellcheck disable=SC2086
+    step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+      --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum" \
+      build/warble bench "$spec" --m "$m" --n 8192 --k 8192 $flags >"$LOGS/ncu-$name.txt" 2>&1 || echo "ncu $name: exit $?"
+    echo "== $name"; grep -E "Duration|issue_stalled|inst_executed.sum|Warp Cycles Per Issued|Achieved Active Warps|Registers Per" \
+      "$LOGS/ncu-$name.txt" | awk '$NF+0 > 0.05 || /Duration|inst_exec|Warp Cycles|Achieved|Registers/' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
   done
   exit 0
 fi
