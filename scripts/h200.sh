@@ -27,6 +27,7 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh direct              --load direct: its selftest cases, beside the heuristic's decode kernels
 #                                       (warble bench), sweeps of its configs, the suite at M = 1, 16 (copy ceiling)
@@ -133,6 +134,22 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     # shellcheck disable=SC2086
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
+  done
+  exit 0
+fi
+if [ "$mode" = mid ]; then # M = 256 on the three suite shapes below torch there: every wgmma config (both load paths)
+  for nk in "4096 14336" "6144 4096" "28672 4096"; do
+    read -r n k <<<"$nk"
+    step 150 build/warble bench w4a16 --m 256 --n "$n" --k "$k" --mma wgmma --sweep --json \
+      >"$LOGS/sweep-m256-${n}x$k.jsonl" 2>&1 || echo "sweep $n x $k: exit $?"
+    python3 - "$LOGS/sweep-m256-${n}x$k.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+d = [r for r in rows if r["kind"] == "bench"]
+print(sys.argv[1].split("/")[-1], "default", d and (d[0]["us"], d[0]["config"]))
+for r in sorted((r for r in rows if r["kind"] == "sweep"), key=lambda r: r["us"])[:6]:
+    print("  %.2f us %s" % (r["us"], r["config"]))
+PY
   done
   exit 0
 fi
