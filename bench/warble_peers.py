@@ -31,8 +31,7 @@ class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel write
                                        "batch_invariant", "k_slices", "persistent", "cluster")]
 
 
-LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3, "direct": 4}  # WB_LOAD_*; a forced
-# load goes with WB_MMA_WGMMA (2), but direct (the mma.sync decode kernel's registers straight from global memory)
+LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
 
 
 def load_lib(path):
@@ -142,7 +141,7 @@ def bench_warble(lib, gpu, spec, n, k, ms, load="auto"):
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
     if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
-        forced = Config(load=LOADS[load], mma=1 if load == "direct" else 2, persistent=int(load == "tma-persistent"),
+        forced = Config(load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
                         cluster=2 if load == "tma-cluster" else 0)
         for layer in layers:
             check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")

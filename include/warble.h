@@ -207,7 +207,7 @@ typedef struct wb_config {
                      * heuristic's choice on the TMA pipeline where the tiles pair up); 1: none */
 } wb_config;
 
-enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_DIRECT };
+enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };
 enum { WB_MMA_AUTO = 0, WB_MMA_SYNC, WB_MMA_WGMMA, WB_MMA_TCGEN05 };
 
 WB_API const char *wb_load_name(int load);

@@ -7,8 +7,8 @@
 
 const char *wb_load_name(int load)
 {
-    static const char *const n[] = {"auto", "ldg", "cp.async", "tma", "direct"};
-    return load >= 0 && load < 5 ? n[load] : "?";
+    static const char *const n[] = {"auto", "ldg", "cp.async", "tma"};
+    return load >= 0 && load < 4 ? n[load] : "?";
 }
 
 const char *wb_mma_name(int mma)
@@ -221,8 +221,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (c->batch_invariant && !c->warps_k)
         c->warps_k = k % (4 * WB_KW) == 0 ? 4 : k % (2 * WB_KW) == 0 ? 2 : 1;
     int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
-    if (!c->stages) /* direct: register sets, two iterations loaded ahead */
-        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : c->load == WB_LOAD_DIRECT ? 3 : 1;
+    if (!c->stages)
+        c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
     int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
     if (!c->warps_n) {
         /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM (two warps

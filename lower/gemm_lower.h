@@ -86,7 +86,6 @@ typedef struct lw {
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
-    struct direct *direct;             /* --load direct: each warp's register sets loaded ahead (lower_direct.c) */
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
     wb_reg tmem, tc_idesc;             /* tc: the accumulator's TMEM address, the instruction descriptor */
@@ -116,11 +115,10 @@ static inline const char *wb_gemm_mma_w_type(const lw *L, char buf[8])
     return L->w4_f8 ? "e4m3" : wb_type_name(L->fmt->w, buf);
 }
 
-/* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations);
- * plain loads through registers with ldg, and with direct not through shared memory at all */
+/* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
 static inline int async_copies(const lw *L)
 {
-    return L->cfg->load == WB_LOAD_CP_ASYNC || L->cfg->load == WB_LOAD_TMA;
+    return L->cfg->load != WB_LOAD_LDG;
 }
 
 /* ---- small emit helpers: each returns the new destination register */
@@ -322,14 +320,6 @@ void wb_wgmma_pp_setup(lw *L);
 void wb_wgmma_ahead_setup(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
-
-/* lower_direct.c: --load direct, global memory straight into registers */
-void wb_direct_setup(lw *L, int pdl);
-void wb_direct_top(lw *L);
-void wb_direct_frag_w(lw *L, int value);
-void wb_direct_frag_scale(lw *L, int value);
-void wb_direct_frag_a(lw *L, int value);
-void wb_direct_slice_end(lw *L);
 
 /* lower_block.c: fp4 x fp4 on the block-scaled MMA */
 const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);

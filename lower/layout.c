@@ -46,8 +46,6 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->w_off = L->q_off + L->q_stage;
     L->s_off = L->w_off + L->w_stage;
     L->stage = L->s_off + L->s_stage;
-    if (cfg->load == WB_LOAD_DIRECT) /* no stages in shared memory: each warp's registers (lower_direct.c) */
-        L->stage = 0;
     if (cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05) /* read in 1024-byte swizzle atoms */
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;

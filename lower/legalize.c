@@ -164,7 +164,6 @@ wb_status wb_legalize_k_slices(const wb_config *c)
 
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
 {
-    char an[8];
     wb_status s = legalize_format(f, t, c->mma == WB_MMA_TCGEN05);
     if (s)
         return s;
@@ -258,16 +257,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no cp.async (sm_80 and newer): use --load ldg", t->name);
     if (c->load == WB_LOAD_TMA && c->mma != WB_MMA_WGMMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the wgmma kernel only (use --mma wgmma)");
-    if (c->load == WB_LOAD_DIRECT && (c->mma != WB_MMA_SYNC || f->a.bits != 16 || wb_format_fp4_acts(f)))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--load direct is built for the mma.sync kernel with 16-bit activations "
-                                           "(got --mma %s, a=%s)", wb_mma_name(c->mma), wb_type_name(f->a, an));
-    if (c->load == WB_LOAD_DIRECT && (c->m_tiles > 2 || c->stages < 2 || c->stages > 4))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--load direct needs m_tiles 1 or 2 (decode: the registers hold each "
-                                           "token's activations) and 2 to 4 stages (register sets, loaded 1 to 3 "
-                                           "iterations ahead; got m_tiles %d, %d stages)", c->m_tiles, c->stages);
-    if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_LDG && c->load != WB_LOAD_TMA && c->load != WB_LOAD_DIRECT)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--load %s is not implemented in this build yet (ldg, cp.async, tma, "
-                                           "direct)", wb_load_name(c->load));
+    if (c->load != WB_LOAD_CP_ASYNC && c->load != WB_LOAD_LDG && c->load != WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--load %s is not implemented in this build yet (ldg, cp.async, tma)",
+                       wb_load_name(c->load));
     if ((c->load == WB_LOAD_CP_ASYNC || c->load == WB_LOAD_TMA) && (c->stages < 2 || c->stages > 8))
         return wb_fail(WB_ERR_UNSUPPORTED, "--load cp.async needs 2..8 stages (got %d)", c->stages);
     if (c->load == WB_LOAD_LDG && c->stages != 1)

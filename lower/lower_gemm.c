@@ -428,11 +428,9 @@ static void lower_kloop(lw *L)
         wb_tma_setup(L);
     if (L->tc)
         wb_tc_setup(L);
-    int direct = L->cfg->load == WB_LOAD_DIRECT;
-    if (!L->tma && !direct) /* TMA loads: the producer warp's bulk copies instead (lower_tma.c) */
+    if (!L->tma) /* TMA loads: the producer warp's bulk copies instead (lower_tma.c) */
         plan_copies(L);
-    if (!direct)
-        plan_frags(L);
+    plan_frags(L);
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     if (!L->persist) /* persist: the stages run on from one output tile to the next */
         L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
@@ -442,9 +440,7 @@ static void lower_kloop(lw *L)
     int early = pdl && async_copies(L) ? COPY_WEIGHTS : 0;
     if (L->tma && pdl) /* the producer copies every stage; the consumers' loads and stores come after */
         wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
-    if (direct) /* the first iterations' registers (its own griddepcontrol.wait) */
-        wb_direct_setup(L, pdl);
-    for (int pass = early ? 0 : 1; !L->tma && !direct && pass < 2; pass++) {
+    for (int pass = early ? 0 : 1; !L->tma && pass < 2; pass++) {
         if (pass == 1 && pdl)
             wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
         for (int s = 0; async_copies(L) && s < ahead; s++) {
@@ -485,8 +481,6 @@ static void lower_kloop(lw *L)
     L->loop_head = head;
     if (L->rot) {
         /* the rotated loop lands each tile at the previous iteration's end (wb_wgmma_kloop_end) */
-    } else if (direct) {
-        wb_direct_top(L); /* no barrier: each warp's loads are its own */
     } else if (async_copies(L)) {
         wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(ahead - 1));
         if (L->wg || L->tc) /* make this thread's copies visible to the MMA, which reads the async proxy */
@@ -524,7 +518,7 @@ static void lower_kloop_end(lw *L)
         wb_wgmma_kloop_end(L);
         return;
     }
-    if (L->cfg->stages > 1 && !L->direct) {
+    if (L->cfg->stages > 1) {
         wb_gemm_advance_stage(L, L->ro);
         if (async_copies(L))
             wb_gemm_advance_stage(L, L->wo);
@@ -560,10 +554,6 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 
 static void lower_frag_w(lw *L, int value)
 {
-    if (L->direct) {
-        wb_direct_frag_w(L, value);
-        return;
-    }
     if (L->rot) /* loaded ahead, into the same registers every iteration (pp: into the other half's) */
         return;
     wb_reg *q = value_regs(L, value, wb_gemm_w_words(L));
@@ -575,10 +565,6 @@ static void lower_frag_w(lw *L, int value)
  * For mma_scaled (one group per slice): the two scales as f32 instead of pairs. */
 static void lower_frag_scale(lw *L, int value)
 {
-    if (L->direct) {
-        wb_direct_frag_scale(L, value);
-        return;
-    }
     int gpc = L->lay.groups_per_chunk, zp = L->fmt->zp != WB_ZP_NONE;
     wb_reg *r = value_regs(L, value, gpc * 4);
     if (!r)
@@ -622,10 +608,6 @@ static void lower_frag_a(lw *L, int value)
     }
     if (L->tc) {
         wb_tc_frag_desc(L, value);
-        return;
-    }
-    if (L->direct) {
-        wb_direct_frag_a(L, value);
         return;
     }
     int mt_n = L->cfg->m_tiles;
@@ -1213,8 +1195,6 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         const wb_tile_op *o = &k->ops[i];
         if (o->op == WB_TOP_KLOOP)
             body = i + 1;
-        if (o->op == WB_TOP_KLOOP_END && L.direct) /* this slice's registers move on, the next are loaded */
-            wb_direct_slice_end(&L);
         if (o->op == WB_TOP_KLOOP_END && L.sub + 1 < L.lay.ks && body >= 0) { /* the warp's next slice */
             L.sub++;
             i = body - 1;

@@ -29,8 +29,6 @@
 #                                       int8 both ways beside torch
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
-#   scripts/h200.sh direct              --load direct: its selftest cases, beside the heuristic's decode kernels
-#                                       (warble bench), sweeps of its configs, the suite at M = 1, 16 (copy ceiling)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
 #                                       on 8192 x 8192 and 28672 x 4096 (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
@@ -154,7 +152,7 @@ PY
   exit 0
 fi
 if [ "$mode" = stalls ]; then # why the decode kernels wait: ncu's stall reasons per issued instruction, SASS counts
-  for run in "w4a16|1|" "w4a16|16|" "a=f16,w=int2,g=128|1|" "w4a16|1|--load direct --warps-n 2 --warps-k 4 --k-slices 4 --stages 2" \
+  for run in "w4a16|1|" "w4a16|16|" "a=f16,w=int2,g=128|1|" \
              "w4a8-fp8|16|" "w4a16|16|--warps-k 4" "w4a16|16|--warps-k 1 --warps-n 4"; do
     IFS='|' read -r spec m flags <<<"$run"
     name="$spec-m$m${flags:+-$(echo "$flags" | tr -d ' -' | cut -c1-24)}"; name=${name//[,=]/_}
@@ -166,44 +164,6 @@ if [ "$mode" = stalls ]; then # why the decode kernels wait: ncu's stall reasons
     echo "== $name"; grep -E "Duration|issue_stalled|inst_executed.sum|Warp Cycles Per Issued|Achieved Active Warps|Registers Per" \
       "$LOGS/ncu-$name.txt" | awk '$NF+0 > 0.05 || /Duration|inst_exec|Warp Cycles|Achieved|Registers/' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
   done
-  exit 0
-fi
-if [ "$mode" = direct ]; then # --load direct: its selftest cases, beside the heuristic's decode kernels, its sweeps, beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 120 build/warble selftest --only direct --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
-  cases="w4a16|1|8192|8192 w4a16|16|8192|8192 w4a16|1|28672|4096 w4a16|16|28672|4096 w4a16|1|4096|14336"
-  cases="$cases w4a16|16|4096|14336 w4a16|1|6144|4096 w4a16|16|6144|4096 a=f16,w=int2,g=128|1|8192|8192"
-  cases="$cases a=f16,w=int3,g=128|1|8192|8192 a=f16,w=int8,g=128|1|8192|8192 a=f16,w=e2m1,ws=e8m0,g=32|1|8192|8192"
-  ab() { for c in $cases; do IFS='|' read -r spec m n k <<<"$c"
-      for v in auto direct; do flags=; [ $v = direct ] && flags="--load direct"
-        # shellcheck disable=SC2086
-        timeout 60 build/warble bench "$spec" --m "$m" --n "$n" --k "$k" $flags --json 2>>"$LOGS/ab_direct.err" |
-          sed "s/^{/{\"variant\": \"$v\", /" >>"$LOGS/ab_direct.jsonl"
-      done; done; }
-  step 200 ab
-  python3 - "$LOGS/ab_direct.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r.get("spec") or r.get("format"), r["m"], r["n"], r["k"]), {})[r["variant"]] = r
-for key, v in by.items():
-    a, d = v.get("auto"), v.get("direct")
-    if a and d:
-        print(key, "auto %.2f us" % a["us"], "direct %.2f us" % d["us"], "ratio %.3f" % (a["us"] / d["us"]), d.get("config"))
-PY
-  for sw in "w4a16|1|--m-tiles 1" "w4a16|16|--m-tiles 2" "a=f16,w=int2,g=128|1|--m-tiles 1"; do
-    IFS='|' read -r spec m flags <<<"$sw"
-    # shellcheck disable=SC2086
-    step 100 build/warble bench "$spec" --m "$m" --n 8192 --k 8192 --load direct $flags --sweep --json \
-      >"$LOGS/sweep-direct-$m-${spec//[,=]/_}.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
-    grep '"best"' "$LOGS/sweep-direct-$m-${spec//[,=]/_}.jsonl" | head -2
-  done
-  PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --no-torch --copy-ceiling --load direct \
-    --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/peers_direct.jsonl" >"$LOGS/peers_direct.log" 2>&1 ||
-    tail -5 "$LOGS/peers_direct.log"
-  python3 bench/report.py "$LOGS/peers_direct.jsonl" 2>&1 | tee "$LOGS/peers_direct.md"
   exit 0
 fi
 if [ "$mode" = formats ]; then # the kernels the ledger lacks, then the weight types at M = 1 on two shapes (issue 3)

@@ -1466,15 +1466,14 @@ static void run_thread(emu *e, int i)
         case WB_OP_LD_SHARED: load(e, in->type, d, val(th, &o[1]), 1); break;
         case WB_OP_ST_GLOBAL: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 0); break;
         case WB_OP_ST_SHARED: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1); break;
-        case WB_OP_LD_GLOBAL_V4: case WB_OP_LD_GLOBAL_V2: case WB_OP_LD_SHARED_V4: case WB_OP_LD_SHARED_V2: {
-            int n = in->op == WB_OP_LD_SHARED_V2 || in->op == WB_OP_LD_GLOBAL_V2 ? 2 : 4;
-            int global = in->op == WB_OP_LD_GLOBAL_V4 || in->op == WB_OP_LD_GLOBAL_V2;
-            if (global) /* the whole vector: aligned, inside a buffer */
-                global_at(e, val(th, &o[n]), 4 * n, 0);
+        case WB_OP_LD_GLOBAL_V4: case WB_OP_LD_SHARED_V4: case WB_OP_LD_SHARED_V2: {
+            int n = in->op == WB_OP_LD_SHARED_V2 ? 2 : 4;
+            if (in->op == WB_OP_LD_GLOBAL_V4) /* the whole vector: aligned, inside a buffer */
+                global_at(e, val(th, &o[n]), 16, 0);
             else
                 shared_at(e, val(th, &o[n]), 4 * n);
             for (int j = 0; j < n; j++)
-                load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, !global);
+                load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, in->op != WB_OP_LD_GLOBAL_V4);
             break;
         }
         case WB_OP_ST_SHARED_V4:

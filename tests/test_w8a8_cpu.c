@@ -739,37 +739,6 @@ START_TEST(a16_kernel_k_slices)
 }
 END_TEST
 
-/* --load direct: no shared memory in the K loop, each warp loading its code words, scale records and
- * activation fragments 1 to 3 iterations ahead into register sets. k_slices 1, 2 and 4, 2 to 4 stages,
- * fewer iterations than stages (K of one or two block tiles), one and two m-tiles with tails past M,
- * split K and several warps along N; per group of 128 (f32 products), 64 with integer zero points, 32
- * (e8m0), 16 (four records a slice, with zero points), per channel (f32 and bf16 scales), the raw rule
- * (int3), 1-, 6- and 8-bit codes, a bias, bf16, and sm_80 and sm_75 (m16n8k8). */
-START_TEST(a16_kernel_direct)
-{
-    static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } cases[] = {
-        {"w4a16", WB_ARCH_SM90A, 1, 64, 2048, {.load = WB_LOAD_DIRECT}},
-        {"w4a16", WB_ARCH_SM90A, 1, 64, 2048, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 4}},
-        {"w4a16", WB_ARCH_SM90A, 1, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 8, .k_slices = 2, .stages = 3}},
-        {"w4a16,bias=1", WB_ARCH_SM90A, 6, 32, 640, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 1, .stages = 4}},
-        {"w4a16", WB_ARCH_SM90A, 16, 64, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 1, .stages = 2}},
-        {"a=bf16,w=int4,ws=bf16,g=128", WB_ARCH_SM90A, 13, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
-        {"a=f16,w=uint4,ws=f16,g=64,zp=int", WB_ARCH_SM90A, 3, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
-        {"a=f16,w=uint4,ws=f16,g=16,zp=int", WB_ARCH_SM90A, 2, 32, 512, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
-        {"a=f16,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 1, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
-        {"a=bf16,w=int8,ws=bf16,g=0", WB_ARCH_SM90A, 9, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
-        {"a=f16,w=int8,ws=f32,g=0,bias=1", WB_ARCH_SM90A, 1, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
-        {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM90A, 1, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
-        {"a=f16,w=int2,ws=f16,g=128", WB_ARCH_SM90A, 1, 32, 2048, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
-        {"a=f16,w=uint6,ws=f16,g=64", WB_ARCH_SM80, 5, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},
-        {"a=f16,w=int1,ws=f16,g=128,bias=1", WB_ARCH_SM86, 3, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
-        {"w4a16", WB_ARCH_SM75, 5, 32, 1024, {.load = WB_LOAD_DIRECT, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case_a16(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, cases[i].c);
-}
-END_TEST
-
 /* --load tma on sm_90a (wgmma): the warp-specialized pipeline (the consumer warpgroups, then a producer
  * warpgroup whose first warp issues per stage a TMA box of activations and cp.async.bulk copies of the
  * weights and scale records, counted on the stage's full mbarrier; each consumer warp releases the
@@ -1272,10 +1241,6 @@ int main(void)
     tcase_add_test(t, a16_kernel_k_slices);
     tcase_add_test(t, tcgen05_kernel_matches_reference);
     suite_add_tcase(s, t);
-    TCase *direct = tcase_create("direct"); /* CK_RUN_CASE=direct: --load direct alone */
-    tcase_set_timeout(direct, 600);
-    tcase_add_test(direct, a16_kernel_direct);
-    suite_add_tcase(s, direct);
     /* its own case, so that CK_RUN_CASE=tma runs the TMA pipeline alone */
     TCase *tma = tcase_create("tma");
     tcase_set_timeout(tma, 600);

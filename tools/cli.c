@@ -36,7 +36,7 @@ static const struct {
 static const char *const mma_names[] = {
     [WB_MMA_SYNC] = "mma.sync", [WB_MMA_WGMMA] = "wgmma", [WB_MMA_TCGEN05] = "tcgen05"};
 static const char *const load_names[] = {
-    [WB_LOAD_LDG] = "ldg", [WB_LOAD_CP_ASYNC] = "cp.async", [WB_LOAD_TMA] = "tma", [WB_LOAD_DIRECT] = "direct"};
+    [WB_LOAD_LDG] = "ldg", [WB_LOAD_CP_ASYNC] = "cp.async", [WB_LOAD_TMA] = "tma"};
 
 int cli_fail(int code, const char *fmt, ...)
 {
@@ -180,7 +180,7 @@ static int parse_config(cli_args *a)
         a->have_cfg = 1;
     }
     if (a->val[O_LOAD]) {
-        if ((rc = parse_name("--load", a->val[O_LOAD], load_names, 5, &a->cfg.load)))
+        if ((rc = parse_name("--load", a->val[O_LOAD], load_names, 4, &a->cfg.load)))
             return rc;
         a->have_cfg = 1;
     }

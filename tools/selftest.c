@@ -31,7 +31,6 @@ typedef struct plan_case {
     int tma;       /* forced: wgmma with the activations by TMA (--load tma); 2: persistent too; 3: in
                     * clusters of two blocks sharing the activation tile (--cluster 2) */
     int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
-    int direct;    /* forced: --load direct (each warp's registers straight from global memory) */
 } plan_case;
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -42,7 +41,6 @@ static const char *case_choices(const plan_case *c)
            : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent"
            : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
-           : c->direct  ? "--load,direct"
                         : "";
 }
 
@@ -225,22 +223,6 @@ static int plan_slices(plan *p, int quick)
     return rc;
 }
 
-/* Part (f): --load direct, forced: the decode sizes of the weight formats, with both scale layouts,
- * zero points, bf16, one and two token tiles and a tail. */
-static int plan_direct(plan *p, int quick)
-{
-    static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "a=f16,w=int3,g=128", "a=f16,w=int8,g=128",
-                                        "mxfp4-a16", "w4a16-zp", "a=bf16,w=int4,ws=bf16,g=128", "a=f16,w=e4m3,ws=f32,g=0"};
-    static const int64_t ms[] = {1, 7, 16};
-    int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
-            if (!quick || s == 0)
-                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
-                    p->c[p->count - 1].direct = 1;
-    return rc;
-}
-
 static int plan_big(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=0"};
@@ -406,8 +388,6 @@ static wb_config case_forced(const plan_case *pc)
         c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = pc->tma == 2, c.cluster = pc->tma == 3 ? 2 : 1;
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
-    if (pc->direct)
-        c.load = WB_LOAD_DIRECT;
     return c;
 }
 
@@ -788,7 +768,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = case_forced(pc);
         if (!why[0] &&
-            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices || pc->direct ? &forced : NULL, sha, cfg, sha2,
+            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices ? &forced : NULL, sha, cfg, sha2,
                     cfg2, why,
                     sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
@@ -818,7 +798,6 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
            pc->tma == 2 ? " (TMA, persistent)" :
            pc->tma ? " (TMA loads)" :
            pc->slices ? " (k_slices 4)" :
-           pc->direct ? " (direct loads)" :
            twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
@@ -949,7 +928,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) || (rc = plan_direct(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
         (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
