@@ -40,10 +40,15 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
     return n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
 }
 
-/* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are about two waves of them or more
- * (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192), else the first preferred shape with a block for nearly every SM, else the
- * shape with the most blocks. Then the deepest pipeline that fits beside the blocks an SM runs at
- * once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
+/* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are more than one and a half waves of
+ * them (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192; at M = 256 on
+ * 28672 x 4096, 1.7 waves, 106 us against 127 for 128 x 128 tiles, H100 sweep 2026-12-06), else, for
+ * 16-bit activations, 128 x 128 (two consumer warpgroups) where they give half the SMs a block or more
+ * (W4A16 on 6144 x 4096 at M = 256: 96 blocks in 27.4 us against 34.7 for 192 blocks of 128 x 64;
+ * 4096 x 14336: 64 blocks in 84 us against 74 for 128 of 128 x 64), else the first preferred shape
+ * with a block for nearly every SM,
+ * else the shape with the most blocks. Then the deepest pipeline that fits beside the blocks an SM
+ * runs at once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     /* The warp-specialized TMA pipeline (lower_tma.c) above M = 64 for W8A8 with per-channel and
@@ -71,7 +76,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     big.m_tiles = c->m_tiles ? c->m_tiles : mt_cap;
     big.warps_n = c->warps_n ? c->warps_n : 8;
     int64_t best_blocks = -1;
-    if (n % (16 * big.warps_n) == 0 && wgmma_blocks(&big, m, n) * 10 >= 18 * sms) {
+    if (n % (16 * big.warps_n) == 0 && wgmma_blocks(&big, m, n) * 2 > 3 * sms) {
         best = big;
     } else {
         for (size_t i = 0; i < WB_COUNT(wgmma_shapes); i++) {
@@ -81,7 +86,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
             if (n % (16 * x.warps_n))
                 continue;
             int64_t blocks = wgmma_blocks(&x, m, n);
-            if (blocks * 10 >= sms * 9) {
+            if (blocks * 10 >= sms * 9 || (i == 0 && tma_a16 && blocks * 2 >= sms)) {
                 best = x;
                 break;
             }
@@ -122,9 +127,11 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     /* The TMA pipeline in clusters of two wherever the channel tiles pair up and the activation tile
      * halves into whole swizzle atoms: each block reads a quarter (fp8, int8) to a third (16-bit
      * activations) fewer bytes from L2. On an H100 (2026-12-06, docs/perf.md) fp8 gained 6-7% at
-     * M = 4096 and 16384, W4A16 6%, int8 0-3%. cluster = 1 (forced) keeps single blocks. */
+     * M = 4096 and 16384, W4A16 6%, int8 0-3%; with fewer blocks than SMs they lost (6144 x 4096 at
+     * M = 256: 96 blocks, 29.2 us against 27.4; 224 blocks on 28672 x 4096: even). cluster = 1 (forced)
+     * keeps single blocks. */
     if (!c->cluster && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
-        n % (2 * 16 * c->warps_n) == 0)
+        n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;
 }
 

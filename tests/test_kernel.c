@@ -312,32 +312,37 @@ START_TEST(w8a8_wgmma)
 }
 END_TEST
 
-/* The heuristic's load path for 16-bit activations on sm_90a: the TMA pipeline above M = 64 where the
- * block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4 activations
- * (their consumers convert a cp.async tile), mma.sync at decode sizes; a load asked for is kept. */
+/* The heuristic's load path and tile for 16-bit activations on sm_90a: the TMA pipeline above M = 64
+ * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
+ * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
+ * from one and a half waves of them, 128 x 128 ones where they give half the SMs a block, clusters of
+ * two from a wave of blocks; a load asked for is kept. */
 START_TEST(a16_load_choice)
 {
-    static const struct { const char *spec; int64_t m, n, k; int mma, load, warps_n; } cases[] = {
-        {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8},
-        {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8},
-        {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8},
-        {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4},
-        {"w4a16", 256, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4},
-        {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8},
-        {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0},
+    static const struct { const char *spec; int64_t m, n, k; int mma, load, warps_n, m_tiles, cluster; } cases[] = {
+        {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
+        {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
+        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0}, /* 128 blocks: fewer than the SMs */
+        {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
+        {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},  /* 224 blocks: 1.7 waves */
+        {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0},   /* 96 blocks */
+        {"w4a16", 256, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4, 16, 0}, /* 128 x 128: 64 blocks */
+        {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0},
+        {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
         wb_config c = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, cases[i].k, &c), WB_OK);
         ck_assert_msg(c.mma == cases[i].mma && c.load == cases[i].load &&
-                          (!cases[i].warps_n || c.warps_n == cases[i].warps_n),
-                      "%s at m=%lld: mma %d load %d warps_n %d", cases[i].spec, (long long)cases[i].m, c.mma, c.load,
-                      c.warps_n);
+                          (!cases[i].warps_n || c.warps_n == cases[i].warps_n) &&
+                          (!cases[i].m_tiles || (c.m_tiles == cases[i].m_tiles && c.cluster == cases[i].cluster)),
+                      "%s at m=%lld n=%lld: mma %d load %d warps_n %d m_tiles %d cluster %d", cases[i].spec,
+                      (long long)cases[i].m, (long long)cases[i].n, c.mma, c.load, c.warps_n, c.m_tiles, c.cluster);
     }
     wb_format f = fmt("w4a16");
     wb_config c = {.load = WB_LOAD_TMA};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 6144, 4096, &c), WB_OK);
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
     ck_assert_int_eq(c.load, WB_LOAD_TMA);
     c = (wb_config){.load = WB_LOAD_CP_ASYNC};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16384, 8192, 8192, &c), WB_OK);
