@@ -27,6 +27,8 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
+#                                       W4A16 at M = 256 and fp8 / W4A8-fp8 at M = 1, 16 beside torch, ncu of W4A8
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
@@ -133,6 +135,37 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
+  exit 0
+fi
+if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 decode, M = 256 picks); beside torch
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  CASES="w4a8-fp8|1|8192|8192;w4a8-fp8|16|8192|8192;fp8-block|16|8192|8192;fp8|16|8192|8192;w4a8-fp8|256|8192|8192"
+  CASES="$CASES;w4a16|256|6144|4096;w4a16|256|28672|4096;w4a16|256|8192|8192"
+  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=$CASES step 220 bash bench/ab_build.sh
+  python3 - "$LOGS/ab_build.jsonl" <<'PY'
+import json, sys, statistics as st
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault((r["spec"][:40], r["m"], r["n"], r["k"]), {}).setdefault(r["build"], []).append(r["us"])
+for key, v in by.items():
+    if "base" in v and "this" in v:
+        b, t = st.median(v["base"]), st.median(v["this"])
+        print(key, "base %.2f us, this %.2f us, base/this %.3f" % (b, t, b / t))
+PY
+  PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
+    --m 256 --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  for spec in fp8 w4a8-fp8; do
+    PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec $spec --peer fp8 --shapes 8192x8192 --m 1,16 \
+      --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  done
+  python3 bench/report.py "$LOGS/peers.jsonl" 2>&1 | tee "$LOGS/peers.md"
+  step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+    build/warble bench w4a8-fp8 --m 16 --n 8192 --k 8192 >"$LOGS/ncu-w4a8-fp8-m16.txt" 2>&1
+  grep -E "Duration|long_scoreboard|Warp Cycles Per Issued" "$LOGS/ncu-w4a8-fp8-m16.txt"
   exit 0
 fi
 if [ "$mode" = mid ]; then # M = 256 on the three suite shapes below torch there: every wgmma config (both load paths)
