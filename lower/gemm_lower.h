@@ -58,7 +58,6 @@ typedef struct lw {
                                           the activations (ag): each slice's product (s32, or f32 on
                                           fp8), scaled, goes into f32 sums */
     wb_reg *sscale;                    /* grouped on wgmma: the slice's factors (wb_gemm_slice_scales) */
-    wb_reg *sscales[2];                /* pp with few factors: each half's own, loaded two tiles ahead */
     wb_reg kag, tok0;                  /* ag > 0: K / ag, and the thread's first token m0 + 2 tig */
     wb_reg ascale;                     /* w8a8: the f32 scale of each token (p_ascale); afp4: the 8-bit
                                           scale codes, M x K/ag */
@@ -268,7 +267,6 @@ void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
-int wb_gemm_slice_scale_count(const lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);

@@ -675,14 +675,14 @@ static int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped
  * gid and gid + 8 (g > 0: p_scale, [K/g][N] f32) and the activation scales of the thread's 2 x m_tiles
  * tokens (ag > 0: p_ascale, [M][K/ag] f32). A slice lies in one group of each (g and ag are multiples
  * of 128). The registers: [0, 1] the weight scales when g > 0, then token mt * 2 + j. */
-int wb_gemm_slice_scale_count(const lw *L)
+static int slice_scale_count(const lw *L)
 {
     return (L->fmt->g ? 2 : 0) + (L->fmt->ag ? 2 * L->cfg->m_tiles : 0);
 }
 
 wb_reg *wb_gemm_new_slice_scales(lw *L)
 {
-    int n = wb_gemm_slice_scale_count(L);
+    int n = slice_scale_count(L);
     wb_reg *s = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *s);
     for (int i = 0; s && i < n; i++)
         s[i] = wb_new_reg(L->f, WB_RC_F32);

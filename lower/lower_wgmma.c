@@ -35,28 +35,15 @@ void wb_wgmma_land(lw *L, int pending, int ahead)
 }
 
 /* Before the rotated loop: the slice factors of tile 0 (grouped). Each later tile's are loaded right
- * after the previous promote (tile_end), a whole iteration before they are used, into the same
- * registers; in the loop unrolled by two (pp) with at most 8 factors a tile (decode sizes, or no
- * activation groups), each half has its own registers, loaded two tiles ahead: one iteration was
- * too short for a global load under the weights' stream (W4A8 at M = 16 on an H100, ncu: 3.8 of 11.2
- * cycles an instruction waited on one, docs/perf.md). */
+ * after the previous promote (wb_wgmma_kloop_end), a whole iteration before they are used, into the
+ * same registers. */
 void wb_wgmma_ahead_setup(lw *L)
 {
     if (!L->grouped)
         return;
-    int two = L->pp && wb_gemm_slice_scale_count(L) <= 8;
-    for (int h = 0; h <= two; h++) {
-        L->sscales[h] = L->sscale = wb_gemm_new_slice_scales(L);
-        wb_reg it = mov(L, "u32", WB_RC_B32, wb_imm(h)), in = {-1};
-        if (h) {
-            in = wb_new_reg(L->f, WB_RC_PRED);
-            wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(it), wb_r(L->nkt));
-        }
-        if (L->sscale)
-            wb_gemm_slice_scales(L, it, L->sscale, in);
-    }
-    if (!two)
-        L->sscales[1] = NULL;
+    L->sscale = wb_gemm_new_slice_scales(L);
+    if (L->sscale)
+        wb_gemm_slice_scales(L, mov(L, "u32", WB_RC_B32, wb_imm(0)), L->sscale, (wb_reg){-1});
 }
 
 /* pp: the next tile's A registers into a: 8-bit words as loaded; int4 words loaded into wpre and
@@ -151,12 +138,9 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     if (L->tma)
         wb_tma_release(L, L->kt);
-    int two = L->sscales[1] != NULL; /* each half's own factors (wb_wgmma_ahead_setup) */
-    if (two)
-        L->sscale = L->sscales[L->half];
     promote(L);
-    if (L->grouped && L->sscale) { /* the factors of the tile this half takes next, unless it is past K */
-        wb_reg next = addi(L, L->kt, two ? 2 : 1), in = wb_new_reg(L->f, WB_RC_PRED);
+    if (L->grouped && L->sscale) { /* the next tile's factors, unless it is past K */
+        wb_reg next = addi(L, L->kt, 1), in = wb_new_reg(L->f, WB_RC_PRED);
         wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(next), wb_r(L->nkt));
         wb_gemm_slice_scales(L, next, L->sscale, in);
     }
