@@ -316,13 +316,13 @@ END_TEST
  * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
  * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
  * from one and a half waves of them, 128 x 128 ones where they give half the SMs a block, clusters of
- * two from a wave of blocks; a load asked for is kept. */
+ * two where nearly every SM has a block; a load asked for is kept. */
 START_TEST(a16_load_choice)
 {
     static const struct { const char *spec; int64_t m, n, k; int mma, load, warps_n, m_tiles, cluster; } cases[] = {
         {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
-        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0}, /* 128 blocks: fewer than the SMs */
+        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 2}, /* 128 blocks */
         {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},  /* 224 blocks: 1.7 waves */
         {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0},   /* 96 blocks */
