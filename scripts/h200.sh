@@ -27,6 +27,8 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh wk2                 the pending kernels, W4A16 one-warpgroup tiles with warps_k 1 and 2 and
+#                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
 #                                       W4A16 at M = 256 and fp8 / W4A8-fp8 at M = 1, 16 beside torch, ncu of W4A8
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
@@ -135,6 +137,34 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
+  exit 0
+fi
+if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup tiles), clusters at M = 256; beside torch
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pairs=("256 4096 14336|--m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+         "128 8192 8192|--m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+         "128 4096 14336|--m-tiles 8 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+         "256 8192 8192|--m-tiles 16 --warps-n 8 --load tma|--cluster 1|--cluster 2")
+  ab() { for round in 1 2 3; do for p in "${pairs[@]}"; do IFS='|' read -r mnk common a b <<<"$p"; read -r m n k <<<"$mnk"
+      for v in "$a" "$b"; do
+        # shellcheck disable=SC2086
+        timeout 60 build/warble bench w4a16 --m "$m" --n "$n" --k "$k" --mma wgmma $common $v --json 2>>"$LOGS/ab.err" |
+          sed "s/^{/{\"variant\": \"$v\", /" >>"$LOGS/ab.jsonl"; done; done; done; }
+  step 200 ab
+  python3 - "$LOGS/ab.jsonl" <<'PY'
+import json, sys, statistics as st
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault((r["m"], r["n"], r["k"]), {}).setdefault(r["variant"], []).append((r["us"], r["config"]))
+for key, v in by.items():
+    print(key, "; ".join("%s: %s us [%s]" % (var, ", ".join("%.2f" % u for u, _ in x), x[0][1]) for var, x in v.items()))
+PY
+  PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --shapes 8192x8192,4096x14336 --m 128,256 \
+    --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  python3 bench/report.py "$LOGS/peers.jsonl" 2>&1 | tee "$LOGS/peers.md"
   exit 0
 fi
 if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 decode, M = 256 picks); beside torch
