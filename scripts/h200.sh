@@ -143,25 +143,11 @@ if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
-  pairs=("256 4096 14336|--m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
-         "128 8192 8192|--m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
-         "128 4096 14336|--m-tiles 8 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
-         "256 8192 8192|--m-tiles 16 --warps-n 8 --load tma|--cluster 1|--cluster 2")
-  ab() { for round in 1 2 3; do for p in "${pairs[@]}"; do IFS='|' read -r mnk common a b <<<"$p"; read -r m n k <<<"$mnk"
-      for v in "$a" "$b"; do
-        # shellcheck disable=SC2086
-        timeout 60 build/warble bench w4a16 --m "$m" --n "$n" --k "$k" --mma wgmma $common $v --json 2>>"$LOGS/ab.err" |
-          sed "s/^{/{\"variant\": \"$v\", /" >>"$LOGS/ab.jsonl"; done; done; done; }
-  step 200 ab
-  python3 - "$LOGS/ab.jsonl" <<'PY'
-import json, sys, statistics as st
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r["m"], r["n"], r["k"]), {}).setdefault(r["variant"], []).append((r["us"], r["config"]))
-for key, v in by.items():
-    print(key, "; ".join("%s: %s us [%s]" % (var, ", ".join("%.2f" % u for u, _ in x), x[0][1]) for var, x in v.items()))
-PY
+  PAIRS="256 4096 14336|--mma wgmma --m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+  PAIRS="$PAIRS;128 8192 8192|--mma wgmma --m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+  PAIRS="$PAIRS;128 4096 14336|--mma wgmma --m-tiles 8 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
+  PAIRS="$PAIRS;256 8192 8192|--mma wgmma --m-tiles 16 --warps-n 8 --load tma|--cluster 1|--cluster 2"
+  OUT=$LOGS PAIRS=$PAIRS step 200 bash bench/ab_flags.sh
   PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --shapes 8192x8192,4096x14336 --m 128,256 \
     --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   python3 bench/report.py "$LOGS/peers.jsonl" 2>&1 | tee "$LOGS/peers.md"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Pairs of forced choices of one kernel, timed by `warble bench --json` (events timing, median of 15,
+# weight sets rotated past L2), ROUNDS rounds with the two variants interleaved.
+#   PAIRS="M N K|common flags|variant a|variant b;..." [SPEC=w4a16] [ROUNDS=3] bench/ab_flags.sh
+# JSON lines in $OUT/ab_flags.jsonl, each tagged with "variant"; a summary per shape on stdout.
+set -uo pipefail
+OUT=${OUT:-/tmp/warble-out}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+: "${PAIRS:?PAIRS=\"M N K|common|a|b;...\"}"
+IFS=';' read -r -a pairs <<<"$PAIRS"
+for round in $(seq "${ROUNDS:-3}"); do
+  for p in "${pairs[@]}"; do
+    IFS='|' read -r mnk common a b <<<"$p"
+    read -r m n k <<<"$mnk"
+    for v in "$a" "$b"; do
+      # shellcheck disable=SC2086
+      timeout 60 build/warble bench "${SPEC:-w4a16}" --m "$m" --n "$n" --k "$k" $common $v --json 2>>"$OUT/ab_flags.err" |
+        sed "s/^{/{\"variant\": \"$v\", \"round\": $round, /" >>"$OUT/ab_flags.jsonl"
+    done
+  done
+done
+python3 - "$OUT/ab_flags.jsonl" <<'PY'
+import json, sys, statistics as st
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault((r["m"], r["n"], r["k"]), {}).setdefault(r["variant"], []).append((r["us"], r["config"]))
+for key, v in by.items():
+    print("m=%d n=%d k=%d" % key, "; ".join("%s: median %.2f us of [%s] (%s)" % (
+        var, st.median(u for u, _ in x), ", ".join("%.2f" % u for u, _ in x), x[0][1]) for var, x in v.items()))
+PY
