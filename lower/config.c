@@ -101,9 +101,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * and 14% longer than the cp.async one had (0.68x and 0.54x torch f16 against 0.84x and 0.63x). */
     if (!load_asked && tma_a16 && c->load == WB_LOAD_TMA && c->warps_n && c->warps_n < 8)
         c->load = WB_LOAD_CP_ASYNC;
-    /* ... and over a long K a second warpgroup taking half of each block tile's K: W4A16 on 4096 x 14336
-     * at M = 256 ran 62-70 us against 71-74 with one (H100 sweep, docs/perf.md); on 6144 x 4096 (K =
-     * 4096) 37 against 35 */
+    /* ... and over a long K a second warpgroup taking half of each block tile's K: W4A16 on an H100
+     * (2026-12-06, three rounds, docs/perf.md) at M = 256 on 4096 x 14336 in 64.8 us against 72.1 with
+     * one, at M = 128 on 8192 x 8192 in 36.7 against 41.6, on 4096 x 14336 in 42.3 against 63.9; at
+     * K = 4096 (6144 x 4096, M = 256, sweep) 37 against 35 */
     if (tma_a16 && !forced_wk && c->load == WB_LOAD_CP_ASYNC && c->warps_n == 4 && m > 64 && k >= 8192 &&
         k % (2 * WB_KW) == 0)
         c->warps_k = 2;
@@ -133,11 +134,12 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     /* The TMA pipeline in clusters of two wherever the channel tiles pair up and the activation tile
      * halves into whole swizzle atoms: each block reads a quarter (fp8, int8) to a third (16-bit
      * activations) fewer bytes from L2. On an H100 (2026-12-06, docs/perf.md) fp8 gained 6-7% at
-     * M = 4096 and 16384, W4A16 6%, int8 0-3%; with blocks for fewer SMs they lost (W4A16 on 6144 x 4096
-     * at M = 256: 96 blocks, 29.2 us against 27.4; 224 blocks on 28672 x 4096: even; 128 on 8192 x 8192:
-     * 55.5 against 56.4 without). cluster = 1 (forced) keeps single blocks. */
+     * M = 4096 and 16384, W4A16 6%, int8 0-3%; with fewer blocks than SMs they lost or tied (W4A16 at
+     * M = 256 on 6144 x 4096: 96 blocks, 29.2 us against 27.4; on 8192 x 8192, 128 blocks: 55.8 against
+     * 54.3 in one run, 55.5 against 56.4 in another; 224 blocks on 28672 x 4096: even). cluster = 1
+     * (forced) keeps single blocks. */
     if (!c->cluster && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
-        n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) * 10 >= 9 * sms)
+        n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;
 }
 

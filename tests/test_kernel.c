@@ -316,13 +316,14 @@ END_TEST
  * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
  * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
  * from one and a half waves of them, 128 x 128 ones where they give half the SMs a block, clusters of
- * two where nearly every SM has a block; a load asked for is kept. */
+ * two from a wave of blocks, a second warpgroup along K for one-warpgroup tiles over a long K; a load
+ * asked for is kept. */
 START_TEST(a16_load_choice)
 {
     static const struct { const char *spec; int64_t m, n, k; int mma, load, warps_n, m_tiles, cluster; } cases[] = {
         {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
-        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 2}, /* 128 blocks */
+        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0}, /* 128 blocks: fewer than SMs */
         {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},  /* 224 blocks: 1.7 waves */
         {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0},   /* 96 blocks */
@@ -340,8 +341,18 @@ START_TEST(a16_load_choice)
                       "%s at m=%lld n=%lld: mma %d load %d warps_n %d m_tiles %d cluster %d", cases[i].spec,
                       (long long)cases[i].m, (long long)cases[i].n, c.mma, c.load, c.warps_n, c.m_tiles, c.cluster);
     }
+    /* one-warpgroup tiles: a second warpgroup along K where K is long, not at K = 4096 */
     wb_format f = fmt("w4a16");
-    wb_config c = {.load = WB_LOAD_TMA};
+    wb_config c = {0};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
+    ck_assert_int_eq(c.warps_k, 2);
+    c = (wb_config){0};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 128, 6144, 4096, &c), WB_OK);
+    ck_assert(c.warps_n == 4 && c.load == WB_LOAD_CP_ASYNC && c.warps_k == 1);
+    c = (wb_config){.warps_k = 1};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
+    ck_assert_int_eq(c.warps_k, 1);
+    c = (wb_config){.load = WB_LOAD_TMA};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
     ck_assert_int_eq(c.load, WB_LOAD_TMA);
     c = (wb_config){.load = WB_LOAD_CP_ASYNC};
