@@ -98,7 +98,8 @@ START_TEST(test_layer_gemm_tma)
     wb_gpu *g = fake_gpu();
     fake.capture_layer_params = 1;
     wb_layer *l = make_layer(g, "w4a16,a=bf16,ws=bf16", 256, 1024);
-    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA}), WB_OK);
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .cluster = 2}),
+                     WB_OK);
     wb_status st = wb_layer_gemm(l, 300, 0xA000, 0xB000, NULL);
     ck_assert_msg(st == WB_OK, "wb_layer_gemm: %s", wb_last_error());
     wb_config cfg;
@@ -112,7 +113,7 @@ START_TEST(test_layer_gemm_tma)
     ck_assert_uint_eq(fake.map_dims[1], 300);
     ck_assert_uint_eq(fake.map_stride, 2048);
     ck_assert_uint_eq(fake.map_box[0], 64);
-    ck_assert_int_eq(cfg.cluster, 2); /* the heuristic's pairs of channel tiles: each block copies half */
+    ck_assert_int_eq(cfg.cluster, 2); /* pairs of channel tiles: each block copies half */
     ck_assert_uint_eq(fake.map_box[1], 8 * (unsigned)cfg.m_tiles / 2);
     ck_assert_int_eq(fake.map_swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
     ck_assert_int_eq(fake.map_oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
