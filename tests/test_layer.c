@@ -98,7 +98,8 @@ START_TEST(test_layer_gemm_tma)
     wb_gpu *g = fake_gpu();
     fake.capture_layer_params = 1;
     wb_layer *l = make_layer(g, "w4a16,a=bf16,ws=bf16", 256, 1024);
-    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .cluster = 2}),
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .m_tiles = 16,
+                                                           .cluster = 2}),
                      WB_OK);
     wb_status st = wb_layer_gemm(l, 300, 0xA000, 0xB000, NULL);
     ck_assert_msg(st == WB_OK, "wb_layer_gemm: %s", wb_last_error());
