@@ -46,9 +46,9 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
  * 16-bit activations, 128 x 128 (two consumer warpgroups) where they give half the SMs a block or more
  * (W4A16 on 6144 x 4096 at M = 256: 96 blocks in 27.4 us against 34.7 for 192 blocks of 128 x 64;
  * 4096 x 14336: 64 blocks in 84 us against 74 for 128 of 128 x 64), else the first preferred shape
- * with a block for nearly every SM,
- * else the shape with the most blocks. Then the deepest pipeline that fits beside the blocks an SM
- * runs at once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
+ * with a block for nearly every SM, else the shape with the most blocks. Then the deepest pipeline
+ * that fits beside the blocks an SM runs at once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the
+ * same sweeps). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     /* The warp-specialized TMA pipeline (lower_tma.c) above M = 64 for W8A8 with per-channel and
