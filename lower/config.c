@@ -42,7 +42,10 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
 
 /* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are more than one and a half waves of
  * them (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192; at M = 256 on
- * 28672 x 4096, 1.7 waves, 106 us against 127 for 128 x 128 tiles, H100 sweep 2026-12-06), else, for
+ * 28672 x 4096, 1.7 waves, 106 us against 127 for 128 x 128 tiles, H100 sweep 2026-12-06), or, for
+ * 16-bit activations, one wave of them for more than half the SMs, where 128 x 128 tiles take two
+ * (W4A16, 128 blocks, H100: 185 against 204 us at M = 1024 on 4096 x 14336, 107 against 117 at
+ * M = 512 on 8192 x 8192), else, for
  * 16-bit activations, 128 x 128 (two consumer warpgroups) where they give half the SMs a block or more
  * (W4A16 on 6144 x 4096 at M = 256: 96 blocks in 27.4 us against 34.7 for 192 blocks of 128 x 64;
  * 4096 x 14336: 64 blocks in 84 us against 74 for 128 of 128 x 64), else the first preferred shape
@@ -76,7 +79,9 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     big.m_tiles = c->m_tiles ? c->m_tiles : mt_cap;
     big.warps_n = c->warps_n ? c->warps_n : 8;
     int64_t best_blocks = -1;
-    if (n % (16 * big.warps_n) == 0 && wgmma_blocks(&big, m, n) * 2 > 3 * sms) {
+    int64_t big_blocks = wgmma_blocks(&big, m, n);
+    if (n % (16 * big.warps_n) == 0 &&
+        (big_blocks * 2 > 3 * sms || (tma_a16 && big_blocks * 2 > sms && big_blocks <= sms))) {
         best = big;
     } else {
         for (size_t i = 0; i < WB_COUNT(wgmma_shapes); i++) {

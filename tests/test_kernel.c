@@ -315,7 +315,8 @@ END_TEST
 /* The heuristic's load path and tile for 16-bit activations on sm_90a: the TMA pipeline above M = 64
  * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
  * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
- * from one and a half waves of them, 128 x 128 ones where they give half the SMs a block, clusters of
+ * from one and a half waves of them or in one wave for more than half the SMs, 128 x 128 ones where
+ * they give half the SMs a block, clusters of
  * two from a wave of blocks, a second warpgroup along K for one-warpgroup tiles over a long K; a load
  * asked for is kept. */
 START_TEST(a16_load_choice)
@@ -324,6 +325,9 @@ START_TEST(a16_load_choice)
         {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0}, /* 128 blocks: fewer than SMs */
+        {"w4a16", 512, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0},  /* one wave of 256-token tiles */
+        {"w4a16", 1024, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0}, /* the same */
+        {"w4a16", 1024, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 2},  /* 192 of them: two waves */
         {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
         {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},  /* 224 blocks: 1.7 waves */
         {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0},   /* 96 blocks */
