@@ -205,6 +205,10 @@ typedef struct wb_config {
                      * token tile, each copying half of the activation tile into both by TMA multicast,
                      * so each reads fewer bytes from L2 (--load tma only, not with persistent; the
                      * heuristic's choice on the TMA pipeline where the tiles pair up); 1: none */
+    int split_k;    /* 2: blocks in pairs (a thread block cluster) on one output tile, each taking half of K;
+                     * the second's f32 sums are added to the first's through distributed shared memory, in
+                     * that order (wgmma only, not with cluster 2 or persistent; forced only: not measured
+                     * yet); 1: none */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };

@@ -143,7 +143,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * M = 256 on 6144 x 4096: 96 blocks, 29.2 us against 27.4; on 8192 x 8192, 128 blocks: 55.8 against
      * 54.3 in one run, 55.5 against 56.4 in another; 224 blocks on 28672 x 4096: even). cluster = 1
      * (forced) keeps single blocks. */
-    if (!c->cluster && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
+    if (!c->cluster && c->split_k < 2 && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
         n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;
 }
@@ -212,6 +212,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     const wb_config asked = *c;
     if ((c->persistent || c->cluster > 1) && !c->load) /* the persistent and cluster kernels are the TMA pipeline's */
         c->load = WB_LOAD_TMA;
+    if (c->split_k > 1 && !c->mma && (t->features & WB_FEAT_WGMMA)) /* split K is the wgmma kernel's */
+        c->mma = WB_MMA_WGMMA;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
@@ -352,6 +354,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d, k_slices=%d) needs N a multiple of %d "
                                        "and K a multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k,
                        lay.ks, bn, bk, (long long)n, (long long)k);
+    if (c->split_k > 1 && (k % (2 * bk) || (f->g > 0 && (k / 2) % f->g)))
+        return wb_fail(WB_ERR_INVALID, "--split-k 2 needs K a multiple of %d (two halves of whole block tiles%s; "
+                                       "got K=%lld)", 2 * bk, f->g > 0 ? " and scale groups" : "", (long long)k);
     if (c->cluster > 1 && n % (2 * bn)) /* the blocks of a cluster take neighbouring channel tiles */
         return wb_fail(WB_ERR_INVALID, "--cluster 2 with warps_n=%d needs N a multiple of %d (two channel tiles of %d; "
                                        "got N=%lld)", c->warps_n, 2 * bn, bn, (long long)n);
@@ -373,7 +378,8 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
     return a->m_tiles == b->m_tiles && a->warps_n == b->warps_n && a->warps_k == b->warps_k &&
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
-           a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1);
+           a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1) &&
+           (a->split_k > 1) == (b->split_k > 1);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -381,10 +387,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
     char ks[16] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
                     c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "",
-                    c->cluster > 1 ? ",cluster=2" : "");
+                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,
@@ -393,7 +399,7 @@ wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, i
     (void)k;
     wb_layout lay;
     wb_layout_get(f, c, arch, &lay);
-    d->grid[0] = (unsigned)(n / lay.bn);
+    d->grid[0] = (unsigned)(n / lay.bn * (c->split_k > 1 ? 2 : 1)); /* split_k: a pair of blocks a tile */
     d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
     d->grid[2] = 1;
     if (c->persistent) { /* a block per SM at most (the runtime takes the device's count), tiles walked */

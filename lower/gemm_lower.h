@@ -74,7 +74,11 @@ typedef struct lw {
     int persist;                       /* cfg.persistent: the block walks the output tiles (lower_tma.c) */
     int cluster;                       /* cfg.cluster 2: a pair of blocks on neighbouring channel tiles
                                           sharing the activation tile by TMA multicast (lower_tma.c) */
-    wb_reg crank, peer;                /* cluster: this block's rank in its pair, the other's */
+    int ksplit;                        /* cfg.split_k 2: a pair of blocks on one output tile, each taking half
+                                          of K, summed through distributed shared memory (wb_gemm_split_sum) */
+    wb_reg crank, peer;                /* cluster, ksplit: this block's rank in its pair, the other's */
+    wb_reg kofs;                       /* ksplit with TMA loads: the first activation column of this block's
+                                          half of K (-1: none) */
     wb_reg tile, ntiles, kbase;        /* persist: the block's tile (raster order), the tile count, the
                                           block tiles of K consumed before this output tile */
     const char *tile_head;             /* persist: the consumers' loop over output tiles */

@@ -79,7 +79,7 @@ wb_status wb_kernel_ptx(const wb_format *f, wb_arch arch, const wb_config *cfg, 
         int nparams = kernel_params(f, cfg, params);
         wb_ptx_header h = {ptx_version(f, t, cfg), t->ptx_target, wb_kernel_entry(), params, nparams,
                            cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05 ? 1024 : 128, lay.threads, title,
-                           cfg->cluster};
+                           cfg->cluster > 1 ? cfg->cluster : cfg->split_k > 1 ? cfg->split_k : 1};
         if (annotate) {
             /* the tile IR goes on top as comments, each PTX block below says which op it lowers */
             wb_buf top = {0};

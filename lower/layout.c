@@ -66,6 +66,11 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     }
     if (L->red_bytes > L->smem)
         L->smem = L->red_bytes;
+    /* split_k: the second block's sums land in the first's shared memory, over its stages (the
+     * mbarriers after them stay untouched: legalize checks they fit) */
+    L->split_bytes = cfg->split_k > 1 ? L->consumers * cfg->m_tiles * 4 * 4 : 0;
+    if (L->split_bytes > L->smem)
+        L->smem = L->split_bytes;
 }
 
 int wb_layout_copy_slots(const wb_layout *L)

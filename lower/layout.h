@@ -39,6 +39,7 @@ typedef struct wb_layout {
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */
     int red_bytes;        /* split-K reduction buffer */
+    int split_bytes;      /* split_k 2: the second block's f32 (s32) sums, at offset 0 of the first's */
     int mbar_off;         /* TMA loads: per stage a `full` mbarrier (the producer's copies landed), then per
                              stage an `empty` one (every consumer is done with it), after the stages */
     int tc_a_off;         /* tcgen05: two dequantized weight tiles (128 channels x 128 bytes, swizzled

@@ -212,6 +212,15 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (c->cluster == 2 && c->m_tiles % 2) /* each block copies half the activation tile: whole 8-row swizzle atoms */
         return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 needs an even m_tiles (each block of the pair copies half of "
                                            "the activation tile's %d rows; got m_tiles %d)", 8 * c->m_tiles, c->m_tiles);
+    if (c->split_k < 0 || c->split_k > 2)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k must be 1 or 2 (got %d)", c->split_k);
+    if (c->split_k == 2 && (c->mma != WB_MMA_WGMMA || c->persistent || c->cluster == 2))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is built for the wgmma kernel (--mma wgmma), without "
+                                           "--persistent or --cluster 2, in this build");
+    if (c->split_k == 2 && ((wb_format_w8a8(f) && (f->g || f->ag)) || wb_format_fp4_acts(f)))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is not built for %s in this build (their scales are "
+                                           "loaded by K position in the loop)",
+                       wb_format_fp4_acts(f) ? "fp4 activations" : "W8A8 with groups along K");
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));
@@ -275,6 +284,9 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "only (got %d)", c->k_slices);
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
+    if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 receives the other block's sums (%d bytes) over the stages "
+                                           "(%d bytes): more stages or fewer m_tiles", lay.split_bytes, lay.mbar_off);
     if (wb_layout_copy_slots(&lay) > WB_MAX_COPY_SLOTS)
         return wb_fail(WB_ERR_UNSUPPORTED, "this config copies %d 16-byte pieces of a tile per thread and stage; "
                                            "at most %d (fewer m_tiles or k_slices, or more warps)",

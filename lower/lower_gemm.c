@@ -60,6 +60,10 @@ static void raster(lw *L, wb_reg *bx, wb_reg *by)
 {
     wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
     wb_reg lin = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx));
+    if (L->ksplit) { /* the pairs (blocks 2i and 2i + 1 along x) take the tiles of a grid half as wide */
+        raster_of(L, shri(L, lin, 1), shri(L, nx, 1), ny, bx, by);
+        return;
+    }
     if (!L->cluster) {
         raster_of(L, lin, nx, ny, bx, by);
         return;
@@ -105,6 +109,26 @@ void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head)
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
 }
 
+/* split_k: this block's half of K, by the rank of its pair. The block tiles count from 0 as without the
+ * split (stages, parities and the loop as they are) over shifted bases: the codes by half the strip's
+ * k chunks, the scale records by half its groups, the activations by K / 2 columns (TMA: a coordinate
+ * offset); the strides between strips and rows stay those of the whole K. */
+static void split_half(lw *L)
+{
+    L->nkt = shri(L, L->nkt, 1);
+    wb_reg half_k = shri(L, L->kdim, 1);
+    L->w = addr64(L, L->w, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_r(shri(L, L->kchunks, 1))),
+                  L->lay.w_bytes);
+    if (L->fmt->g)
+        L->s = addr64(L, L->s, op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_r(shri(L, L->ngroups, 1))),
+                      L->lay.rec_bytes);
+    wb_reg cols = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_r(half_k));
+    if (L->tma)
+        L->kofs = cols;
+    else
+        L->a = addr64(L, L->a, cols, L->lay.a_bits / 8);
+}
+
 static void lower_setup(lw *L)
 {
     L->out = param(L, "p_out", 1);
@@ -125,6 +149,12 @@ static void lower_setup(lw *L)
         L->arow = L->fmt->ag ? divi(L, L->kdim, L->fmt->ag) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
+    if (L->ksplit) {
+        L->crank = special(L, "%cluster_ctarank");
+        L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+        if (!L->tma) /* the pair's tile (TMA: its place in the raster order) */
+            bx = shri(L, bx, 1);
+    }
     if (L->tma && !L->persist)
         raster(L, &bx, &by);
     L->lane = andi(L, L->tid, 31);
@@ -139,6 +169,9 @@ static void lower_setup(lw *L)
     L->kchunks = shri(L, L->kdim, L->lay.slice_k == 128 ? 7 : 6); /* slices of one warp's strip along K */
     L->nkt = divi(L, L->kdim, L->lay.bk);
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
+    L->kofs = (wb_reg){-1};
+    if (L->ksplit)
+        split_half(L);
     L->smem = wb_new_reg(L->f, WB_RC_B32);
     wb_emit(L->f, WB_OP_SMEM_BASE, NULL, 2, wb_r(L->smem), wb_text("smem"));
     if (L->wg)
@@ -1042,6 +1075,39 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_RET, NULL, 0);
 }
 
+/* split_k: the pair meets once both are done with their stages (the first's become the buffer); the
+ * second block stores its sums into the first's shared memory (mapa, st.shared::cluster: sum i of
+ * consumer thread t at (i * consumers + t) * 4), both meet again, and the second ends; the first adds
+ * them to its own, its half of K first: the same bits whichever block finished first. */
+static void split_sum(lw *L, wb_reg *c, int nacc)
+{
+    int consumers = L->lay.consumers, s32 = s32_sums(L);
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text("split_k: the second block's sums into the first's shared memory, added there"));
+    wb_tma_cluster_sync(L);
+    wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(4), wb_r(L->smem));
+    wb_reg first = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(L->crank), wb_imm(0));
+    const char *add_sums = wb_new_label(L->f, "split_add");
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(first), wb_text(add_sums));
+    wb_reg remote = op2(L, WB_OP_MAPA, NULL, WB_RC_B32, wb_r(at), wb_r(L->peer));
+    for (int i = 0; i < nacc; i++)
+        wb_emit(L->f, WB_OP_ST_SHARED_CLUSTER, s32 ? "s32" : "f32", 2, wb_r(addi(L, remote, (int64_t)i * consumers * 4)),
+                wb_r(c[i]));
+    wb_tma_cluster_sync(L);
+    wb_emit(L->f, WB_OP_RET, NULL, 0);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(add_sums));
+    wb_tma_cluster_sync(L);
+    for (int i = 0; i < nacc; i++) {
+        wb_reg v = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_SHARED, s32 ? "s32" : "f32", 2, wb_r(v), wb_r(addi(L, at, (int64_t)i * consumers * 4)));
+        if (s32)
+            wb_emit(L->f, WB_OP_ADD, "s32", 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
+        else
+            wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
+    }
+}
+
 static void lower_epilogue(lw *L, int acc)
 {
     wb_reg *c = L->vals[acc];
@@ -1052,6 +1118,8 @@ static void lower_epilogue(lw *L, int acc)
         return;
     }
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
+    if (L->ksplit)
+        split_sum(L, c, nacc);
     const char *done = wb_new_label(L->f, "done");
     for (int i = 0; i < nacc && L->raw; i++) /* the raw rule's sums are u x b * 2^(lift - 24) */
         wb_emit(L->f, WB_OP_MUL_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]),
@@ -1165,6 +1233,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.persist = L.tma && k->cfg.persistent;
     L.cluster = L.tma && !L.persist && k->cfg.cluster > 1;
+    L.ksplit = L.wg && k->cfg.split_k > 1;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;
     L.wpre_value = -1;

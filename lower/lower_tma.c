@@ -98,9 +98,13 @@ static void produce(lw *L)
         wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_imm(half), wb_r(L->m0));
         wb_emit(L->f, WB_OP_TMA_LOAD_2D_MC, NULL, 6, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, L->lay.slice_k)),
                 wb_r(row), wb_r(full), wb_imm(3));
-    } else
-        wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap),
-                wb_r(muli(L, kt, L->lay.slice_k)), wb_r(L->m0), wb_r(full));
+    } else {
+        wb_reg col = muli(L, kt, L->lay.slice_k); /* split_k: in this block's half of K */
+        if (L->kofs.id >= 0)
+            col = add(L, col, L->kofs);
+        wb_emit(L->f, WB_OP_TMA_LOAD_2D, NULL, 5, wb_r(addi(L, stage, L->lay.a_off)), wb_r(L->tmap), wb_r(col),
+                wb_r(L->m0), wb_r(full));
+    }
     wb_guard_last(L->f, lead, 0);
     wb_reg wk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.w_bytes))));

@@ -120,6 +120,8 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: persistent must be 0 or 1 (got %d)", cfg->persistent);
     if (cfg && (cfg->cluster < 0 || cfg->cluster > 2))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1 or 2 (got %d)", cfg->cluster);
+    if (cfg && (cfg->split_k < 0 || cfg->split_k > 2))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: split_k must be 0, 1 or 2 (got %d)", cfg->split_k);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)

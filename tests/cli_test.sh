@@ -292,6 +292,18 @@ expect 2 "--cluster 3" "must be 1 or 2" -- $W ptx fp8 --arch sm_90a --m 4096 --c
 expect 2 "--cluster odd m-tiles" "even m_tiles" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --m-tiles 9
 expect 2 "--cluster odd channel tiles" "two channel tiles" -- \
     $W ptx fp8 --arch sm_90a --m 4096 --n 384 --k 4096 --cluster 2 --warps-n 8
+if expect 0 "ptx --split-k 2" "" -- $W ptx w4a16 --arch sm_90a --m 256 --n 6144 --k 4096 --split-k 2 --plain; then
+    # pairs on one output tile; the second block's sums into the first's shared memory between cluster barriers
+    grep -q '^\.reqnctapercluster 2, 1, 1$' "$tmp/out" || fail "--split-k 2: no .reqnctapercluster 2, 1, 1"
+    [ "$(grep -c 'st.shared::cluster.f32' "$tmp/out")" -ge 1 ] || fail "--split-k 2: no store into the first block"
+    [ "$(grep -c 'barrier.cluster.wait' "$tmp/out")" -eq 3 ] || fail "--split-k 2: not three cluster barriers"
+fi
+expect 0 "ptx --split-k hash" "" -- $W ptx w4a16 --arch sm_90a --m 256 --n 6144 --k 4096 --split-k 2 --hash
+grep -q 'mma=wgmma,split_k=2$' "$tmp/out" || fail "--split-k config: $(cat "$tmp/out")"
+expect 0 "check --split-k 2" " ok" -- $W check int8 --arch sm_90a --m 256 --n 4096 --k 4096 --split-k 2
+expect 2 "--split-k on mma.sync" "wgmma kernel" -- $W ptx w4a16 --arch sm_90a --m 16 --split-k 2 --mma mma.sync
+expect 2 "--split-k 3" "must be 1 or 2" -- $W ptx w4a16 --arch sm_90a --m 256 --split-k 3
+expect 2 "--split-k odd K" "needs K a multiple of" -- $W ptx w4a16 --arch sm_90a --m 256 --n 4096 --k 4224 --split-k 2
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
 expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \

@@ -453,6 +453,60 @@ START_TEST(cluster_pairs)
 }
 END_TEST
 
+/* --split-k 2: a pair of blocks (.reqnctapercluster 2, 1, 1) on each output tile, twice the blocks along
+ * x, the same tile as without it; the second block's sums stored into the first's shared memory between
+ * two cluster barriers; asking for it asks for wgmma; refused on mma.sync, with --persistent or
+ * --cluster 2, for grouped W8A8 and fp4 activations, for K that does not halve into whole block tiles
+ * and scale groups, and where the sums would not fit over the TMA stages. */
+START_TEST(split_k_pairs)
+{
+    static const struct { const char *spec; int load; } cases[] = {
+        {"w4a16", WB_LOAD_TMA}, {"fp8", WB_LOAD_TMA}, {"int8", WB_LOAD_TMA}, {"w4a16", WB_LOAD_CP_ASYNC}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f = fmt(cases[i].spec);
+        wb_config c = {.split_k = 2, .load = cases[i].load}, plain = {.load = cases[i].load, .cluster = 1};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 6144, 4096, &c), WB_OK);
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 6144, 4096, &plain), WB_OK);
+        ck_assert_int_eq(c.mma, WB_MMA_WGMMA);
+        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.cluster <= 1);
+        ck_assert(!wb_config_equal(&c, &plain));
+        wb_launch_dims d, dp;
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, 256, 6144, 4096, &d), WB_OK);
+        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, 256, 6144, 4096, &dp), WB_OK);
+        ck_assert(d.grid[0] == 2 * dp.grid[0] && d.grid[1] == dp.grid[1] && d.block[0] == dp.block[0]);
+        char *ptx = NULL;
+        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+        ck_assert_ptr_nonnull(strstr(ptx, ".reqnctapercluster 2, 1, 1\n"));
+        ck_assert_int_eq(count_of(ptx, "barrier.cluster.wait"), 3); /* the second block's two, the first's second */
+        ck_assert_int_eq(count_of(ptx, "st.shared::cluster."), c.m_tiles * 4);
+        ck_assert_ptr_null(strstr(ptx, ".multicast::cluster"));
+        free(ptx);
+        ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 256, 6144, 4096 + 128), WB_ERR_INVALID);
+        ck_assert_ptr_nonnull(strstr(wb_last_error(), "--split-k 2 needs K a multiple of"));
+    }
+    /* g = 128 at K = 384: halves of 192 hold no whole group */
+    wb_format f = fmt("a=f16,w=int4,ws=f16,g=128");
+    wb_config c = {.split_k = 2, .load = WB_LOAD_CP_ASYNC, .m_tiles = 8, .warps_n = 4};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 384, &c), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 256, 4096, 384), WB_ERR_INVALID);
+    const struct { const char *spec; wb_config c; const char *why; } bad[] = {
+        {"w4a16", {.split_k = 2, .mma = WB_MMA_SYNC}, "wgmma kernel"},
+        {"w4a16", {.split_k = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1}, "without --persistent"},
+        {"w4a16", {.split_k = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .cluster = 2}, "--cluster 2"},
+        {"fp8-block", {.split_k = 2, .mma = WB_MMA_WGMMA}, "groups along K"},
+        {"nvfp4", {.split_k = 2, .mma = WB_MMA_WGMMA}, "fp4 activations"},
+        {"w4a16", {.split_k = 3, .mma = WB_MMA_WGMMA}, "must be 1 or 2"},
+        {"w4a16", {.split_k = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .m_tiles = 32, .warps_n = 8, .stages = 3},
+         "over the stages"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *ptx = NULL;
+        ck_assert_int_eq(ptx_for(bad[i].spec, WB_ARCH_SM90A, bad[i].c, &ptx), WB_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(wb_last_error(), bad[i].why), "%s: %s", bad[i].why, wb_last_error());
+    }
+}
+END_TEST
+
 /* --load tma (lower_tma.c): a producer warpgroup after the consumers, one lane of it copying each stage
  * (one TMA copy of the activation tile, one bulk copy of each warp slice's code words and, with scale
  * records, of its records) under the stage's full mbarrier; the consumers wait for full, release each
@@ -1066,7 +1120,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
@@ -1237,6 +1291,7 @@ int main(void)
     tcase_add_test(t, a16_load_choice);
     tcase_add_test(t, persistent_grid);
     tcase_add_test(t, cluster_pairs);
+    tcase_add_test(t, split_k_pairs);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

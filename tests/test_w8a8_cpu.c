@@ -87,7 +87,7 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
                     .box_cols = elem ? 128 / elem : 0};
     int tma = b->cfg.load == WB_LOAD_TMA;
     ck_assert(!tma || ((elem == 1 || elem == 2) && b->f.a.bits % 8 == 0 && tm.box_rows <= 256));
-    run_func(&b->fn, &dims, params, bufs, nbufs, tma ? &tm : NULL, b->cfg.cluster);
+    run_func(&b->fn, &dims, params, bufs, nbufs, tma ? &tm : NULL, b->cfg.split_k > 1 ? 2 : b->cfg.cluster);
 }
 
 static gbuf buf_of(const void *p, size_t bytes, int kind, const char *name)
@@ -810,6 +810,31 @@ START_TEST(tma_cluster_matches_reference)
 }
 END_TEST
 
+/* --split-k 2: pairs of blocks on one output tile, each taking half of K, the second's sums stored into
+ * the first's shared memory (st.shared::cluster) and added there between two cluster barriers; run two
+ * blocks at a time against the float64 reference: the TMA pipeline (16-bit activations, zero points,
+ * fp8's two-level sums with a bias, s8's s32 sums) and the cp.async wgmma loop (one warpgroup, warps_k
+ * 2 with its own reduction after), tails past M, halves of one and of several block tiles. */
+START_TEST(split_k_matches_reference)
+{
+    static const struct { const char *spec; int64_t m, n, k; int load, mt, wn, wk, stages; } cases[] = {
+        {"w4a16", 300, 256, 512, WB_LOAD_TMA, 4, 8, 1, 3},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 256, 256, WB_LOAD_TMA, 8, 8, 1, 4},
+        {"fp8,out=f16,bias=1", 100, 256, 768, WB_LOAD_TMA, 8, 8, 1, 3},
+        {"int8", 100, 256, 512, WB_LOAD_TMA, 16, 8, 1, 3},
+        {"w4a16", 70, 128, 1024, WB_LOAD_CP_ASYNC, 8, 4, 2, 3},
+        {"a=f16,w=int4,ws=f16,g=0", 37, 128, 256, WB_LOAD_CP_ASYNC, 4, 4, 1, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
+        wb_config c = {.mma = WB_MMA_WGMMA, .load = cases[i].load, .warps_k = cases[i].wk, .warps_n = cases[i].wn,
+                       .m_tiles = cases[i].mt, .stages = cases[i].stages, .cluster = 1, .split_k = 2};
+        (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, cases[i].n, cases[i].k, c);
+    }
+}
+END_TEST
+
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
  * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
@@ -1246,6 +1271,10 @@ int main(void)
     tcase_set_timeout(tma, 600);
     tcase_add_test(tma, tma_kernel_matches_reference);
     suite_add_tcase(s, tma);
+    TCase *sk = tcase_create("split_k"); /* CK_RUN_CASE=split_k: --split-k 2 alone */
+    tcase_set_timeout(sk, 600);
+    tcase_add_test(sk, split_k_matches_reference);
+    suite_add_tcase(s, sk);
     TCase *cl = tcase_create("cluster"); /* CK_RUN_CASE=cluster: the interpreter's thread block clusters */
     tcase_set_timeout(cl, 600);
     tcase_add_test(cl, cluster_multicast_kernel);

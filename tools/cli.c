@@ -17,7 +17,7 @@ static const struct {
     [O_MMA] = {"mma", 0},         [O_LOAD] = {"load", 0},
     [O_STAGES] = {"stages", 0},   [O_MTILES] = {"m-tiles", 0},
     [O_WARPSN] = {"warps-n", 0},  [O_WARPSK] = {"warps-k", 0}, [O_KSLICES] = {"k-slices", 0},
-    [O_CLUSTER] = {"cluster", 0},
+    [O_CLUSTER] = {"cluster", 0}, [O_SPLITK] = {"split-k", 0},
     [O_BATCH_INVARIANT] = {"batch-invariant", 1}, [O_PERSISTENT] = {"persistent", 1},
     [O_ANNOTATE] = {"annotate", 1}, [O_PLAIN] = {"plain", 1}, [O_HASH] = {"hash", 1},
     [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1}, [O_DISPATCH] = {"dispatch", 1},
@@ -163,6 +163,7 @@ static int parse_config(cli_args *a)
         {O_STAGES, offsetof(wb_config, stages)},   {O_MTILES, offsetof(wb_config, m_tiles)},
         {O_WARPSN, offsetof(wb_config, warps_n)},  {O_WARPSK, offsetof(wb_config, warps_k)},
         {O_KSLICES, offsetof(wb_config, k_slices)}, {O_CLUSTER, offsetof(wb_config, cluster)},
+        {O_SPLITK, offsetof(wb_config, split_k)},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (!a->val[ints[i].o])

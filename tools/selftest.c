@@ -1,7 +1,7 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
  * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
- * (c) the weight catalog, batch invariance and TMA loads; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
+ * (c) the weight catalog, batch invariance, TMA loads, k_slices 4 and split K; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
  * on the targets this build runs it on) through wb_layer_gemm_q, with activations quantized by
  * wb_reference_quantize_acts. The plan is the same on every target except for the cases of (e) that a
  * target cannot build (fp8): `--list` without `--arch` prints the cases common to every target.
@@ -31,6 +31,7 @@ typedef struct plan_case {
     int tma;       /* forced: wgmma with the activations by TMA (--load tma); 2: persistent too; 3: in
                     * clusters of two blocks sharing the activation tile (--cluster 2) */
     int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
+    int split;     /* forced: pairs of blocks each taking half of K (--split-k 2) */
 } plan_case;
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -41,6 +42,7 @@ static const char *case_choices(const plan_case *c)
            : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent"
            : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
+           : c->split   ? "--split-k,2"
                         : "";
 }
 
@@ -223,6 +225,21 @@ static int plan_slices(plan *p, int quick)
     return rc;
 }
 
+/* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on cp.async (one
+ * warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero points, fp8 and int8. */
+static int plan_split(plan *p, int quick)
+{
+    static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8"};
+    static const int64_t ms[] = {256, 1000};
+    int rc = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
+            if (!quick || s == 0)
+                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
+                    p->c[p->count - 1].split = 1;
+    return rc;
+}
+
 static int plan_big(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=0"};
@@ -388,6 +405,8 @@ static wb_config case_forced(const plan_case *pc)
         c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = pc->tma == 2, c.cluster = pc->tma == 3 ? 2 : 1;
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
+    if (pc->split)
+        c.split_k = 2;
     return c;
 }
 
@@ -768,7 +787,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = case_forced(pc);
         if (!why[0] &&
-            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices ? &forced : NULL, sha, cfg, sha2,
+            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices || pc->split ? &forced : NULL, sha, cfg, sha2,
                     cfg2, why,
                     sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
@@ -798,6 +817,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
            pc->tma == 2 ? " (TMA, persistent)" :
            pc->tma ? " (TMA loads)" :
            pc->slices ? " (k_slices 4)" :
+           pc->split ? " (split K, pairs)" :
            twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
@@ -928,7 +948,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) || (rc = plan_split(&p, quick)) ||
         (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
