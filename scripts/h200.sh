@@ -27,6 +27,8 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
+#   scripts/h200.sh split               the pending kernels, W4A16 and fp8 with --split-k 2 against without, where a
+#                                       GEMM has few output tiles (three rounds, bench/ab_flags.sh)
 #   scripts/h200.sh wk2                 the pending kernels, W4A16 one-warpgroup tiles with warps_k 1 and 2 and
 #                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
@@ -137,6 +139,17 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
     step 90 build/warble bench $spec --m $m --n 8192 --k 8192 --mma wgmma $load --sweep --json \
       >"$LOGS/sweep-$spec-$m.jsonl" 2>&1 || echo "sweep $spec $m: exit $?"
   done
+  exit 0
+fi
+if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), then split K against none where tiles are few
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  PAIRS="256 6144 4096||--split-k 1|--split-k 2;1024 6144 4096||--split-k 1|--split-k 2"
+  PAIRS="$PAIRS;256 4096 14336||--split-k 1|--split-k 2;256 8192 8192||--split-k 1|--split-k 2"
+  OUT=$LOGS PAIRS=$PAIRS step 200 bash bench/ab_flags.sh
+  OUT=$LOGS PAIRS="256 6144 4096||--split-k 1|--split-k 2;1024 4096 4096||--split-k 1|--split-k 2" SPEC=fp8 \
+    step 100 bash bench/ab_flags.sh
   exit 0
 fi
 if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup tiles), clusters at M = 256; beside torch
