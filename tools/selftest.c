@@ -12,6 +12,7 @@
 #include "tools/cli.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,18 +212,26 @@ static int plan_tma(plan *p, int quick, int arch)
     return rc;
 }
 
+/* Every spec at every M on 4096 x 4096 (quick: the first spec), each case forcing the choice whose flag
+ * is the int at `flag` in plan_case. */
+static int plan_forced(plan *p, int quick, const char *const *specs, size_t nspecs, const int64_t *ms, size_t nms,
+                       size_t flag)
+{
+    int rc = 0;
+    for (size_t s = 0; s < nspecs && !rc; s++)
+        for (size_t i = 0; i < nms && !rc; i++)
+            if (!quick || s == 0)
+                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
+                    *(int *)((char *)&p->c[p->count - 1] + flag) = 1;
+    return rc;
+}
+
 /* Part (e): k_slices 4, forced (the heuristic picks 2 at decode; the sweep and users may force 4). */
 static int plan_slices(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "mxfp4", "w4a16-zp"};
     static const int64_t ms[] = {1, 7};
-    int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
-            if (!quick || s == 0)
-                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
-                    p->c[p->count - 1].slices = 1;
-    return rc;
+    return plan_forced(p, quick, specs, sizeof specs / sizeof specs[0], ms, sizeof ms / sizeof ms[0], offsetof(plan_case, slices));
 }
 
 /* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on cp.async (one
@@ -231,13 +240,7 @@ static int plan_split(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8"};
     static const int64_t ms[] = {256, 1000};
-    int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++)
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
-            if (!quick || s == 0)
-                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
-                    p->c[p->count - 1].split = 1;
-    return rc;
+    return plan_forced(p, quick, specs, sizeof specs / sizeof specs[0], ms, sizeof ms / sizeof ms[0], offsetof(plan_case, split));
 }
 
 static int plan_big(plan *p, int quick)
