@@ -368,7 +368,8 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
                                     $5 == "--mma,wgmma,--load,tma,--persistent" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,1" ||
-                                    $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4"))) { bad = 1 }
+                                    $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4" ||
+                                    $5 == "--split-k,2"))) { bad = 1 }
                  END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"
     grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"

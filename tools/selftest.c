@@ -213,16 +213,20 @@ static int plan_tma(plan *p, int quick, int arch)
 }
 
 /* Every spec at every M on 4096 x 4096 (quick: the first spec), each case forcing the choice whose flag
- * is the int at `flag` in plan_case. */
-static int plan_forced(plan *p, int quick, const char *const *specs, size_t nspecs, const int64_t *ms, size_t nms,
-                       size_t flag)
+ * is the int at `flag` in plan_case; specs from `first_8bit` on only where arch (-1: none) builds
+ * them with `forced`. */
+static int plan_forced(plan *p, int quick, int arch, const char *const *specs, size_t nspecs, size_t first_8bit,
+                       const int64_t *ms, size_t nms, size_t flag, wb_config forced)
 {
     int rc = 0;
-    for (size_t s = 0; s < nspecs && !rc; s++)
+    for (size_t s = 0; s < nspecs && !rc; s++) {
+        if (s >= first_8bit && (arch < 0 || !builds_on(specs[s], (wb_arch)arch, forced)))
+            continue;
         for (size_t i = 0; i < nms && !rc; i++)
             if (!quick || s == 0)
                 if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
                     *(int *)((char *)&p->c[p->count - 1] + flag) = 1;
+    }
     return rc;
 }
 
@@ -231,16 +235,19 @@ static int plan_slices(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "mxfp4", "w4a16-zp"};
     static const int64_t ms[] = {1, 7};
-    return plan_forced(p, quick, specs, sizeof specs / sizeof specs[0], ms, sizeof ms / sizeof ms[0], offsetof(plan_case, slices));
+    return plan_forced(p, quick, -1, specs, sizeof specs / sizeof specs[0], sizeof specs / sizeof specs[0], ms,
+                       sizeof ms / sizeof ms[0], offsetof(plan_case, slices), (wb_config){0});
 }
 
 /* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on cp.async (one
- * warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero points, fp8 and int8. */
-static int plan_split(plan *p, int quick)
+ * warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero points; on a target with wgmma fp8 and
+ * int8 too. */
+static int plan_split(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8"};
     static const int64_t ms[] = {256, 1000};
-    return plan_forced(p, quick, specs, sizeof specs / sizeof specs[0], ms, sizeof ms / sizeof ms[0], offsetof(plan_case, split));
+    return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 2, ms, sizeof ms / sizeof ms[0],
+                       offsetof(plan_case, split), (wb_config){.split_k = 2});
 }
 
 static int plan_big(plan *p, int quick)
@@ -951,7 +958,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) || (rc = plan_split(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) || (rc = plan_split(&p, quick, arch)) ||
         (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
