@@ -264,7 +264,7 @@ static inline void mbar_wait(lw *L, wb_reg mb, wb_reg parity, const char *label)
     wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
 }
 
-/* lower_gemm.c, used by the wgmma path */
+/* lower_gemm.c, used by the wgmma and TMA paths */
 wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
@@ -272,6 +272,9 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
+void wb_gemm_cluster_sync(lw *L);
+const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);
+void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
@@ -316,7 +319,6 @@ void wb_wgmma_setup(lw *L);
 void wb_tma_setup(lw *L);
 void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
 void wb_tma_release(lw *L, wb_reg tile);
-void wb_tma_cluster_sync(lw *L);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);
@@ -326,8 +328,6 @@ void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);
 
 /* lower_block.c: fp4 x fp4 on the block-scaled MMA */
-const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);
-void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
 void wb_block_setup(lw *L);
 void wb_block_load_sf(lw *L, wb_reg addr, int bytes, wb_reg p, wb_reg dst);
 void wb_block_frag_scale(lw *L, int value);

@@ -56,24 +56,28 @@ static void raster_of(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_re
     *bx = op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(r), wb_r(gm));
 }
 
+/* A block of a pair (cluster, split_k): its rank, and its peer's. */
+static void pair_rank(lw *L)
+{
+    L->crank = special(L, "%cluster_ctarank");
+    L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+}
+
 static void raster(lw *L, wb_reg *bx, wb_reg *by)
 {
     wb_reg nx = special(L, "%nctaid.x"), ny = special(L, "%nctaid.y");
     wb_reg lin = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx));
-    if (L->ksplit) { /* the pairs (blocks 2i and 2i + 1 along x) take the tiles of a grid half as wide */
-        raster_of(L, shri(L, lin, 1), shri(L, nx, 1), ny, bx, by);
-        return;
-    }
-    if (!L->cluster) {
+    if (!L->cluster && !L->ksplit) {
         raster_of(L, lin, nx, ny, bx, by);
         return;
     }
-    /* cluster: the pairs (blocks 2i and 2i + 1 along x, ranks 0 and 1) take the raster order's tiles of
-     * a grid half as wide, each pair two neighbouring channel tiles of one token tile */
-    L->crank = special(L, "%cluster_ctarank");
-    L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+    /* pairs (blocks 2i and 2i + 1 along x, ranks 0 and 1) take the raster order's tiles of a grid half as
+     * wide: cluster, two neighbouring channel tiles of one token tile; split_k, one tile */
+    if (L->cluster)
+        pair_rank(L);
     raster_of(L, shri(L, lin, 1), shri(L, nx, 1), ny, bx, by);
-    *bx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*bx), wb_imm(2), wb_r(L->crank));
+    if (L->cluster)
+        *bx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*bx), wb_imm(2), wb_r(L->crank));
 }
 
 /* The block's first token and first warp strip of tile (bx, by). */
@@ -150,8 +154,7 @@ static void lower_setup(lw *L)
     L->tid = special(L, "%tid.x");
     wb_reg bx = special(L, "%ctaid.x"), by = special(L, "%ctaid.y");
     if (L->ksplit) {
-        L->crank = special(L, "%cluster_ctarank");
-        L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+        pair_rank(L);
         if (!L->tma) /* the pair's tile (TMA: its place in the raster order) */
             bx = shri(L, bx, 1);
     }
@@ -1075,6 +1078,15 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_RET, NULL, 0);
 }
 
+/* The threads of a pair of blocks meet (barrier.cluster; threads that have ended count as arrived):
+ * cluster, all of them after the mbarriers are set up (lower_tma.c) and the consumers before they end;
+ * split_k, around the second block's store of its sums. */
+void wb_gemm_cluster_sync(lw *L)
+{
+    wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
+    wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
+}
+
 /* split_k: the pair meets once both are done with their stages (the first's become the buffer); the
  * second block stores its sums into the first's shared memory (mapa, st.shared::cluster: sum i of
  * consumer thread t at (i * consumers + t) * 4), both meet again, and the second ends; the first adds
@@ -1084,7 +1096,7 @@ static void split_sum(lw *L, wb_reg *c, int nacc)
     int consumers = L->lay.consumers, s32 = s32_sums(L);
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
             wb_text("split_k: the second block's sums into the first's shared memory, added there"));
-    wb_tma_cluster_sync(L);
+    wb_gemm_cluster_sync(L);
     wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(4), wb_r(L->smem));
     wb_reg first = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(L->crank), wb_imm(0));
@@ -1094,10 +1106,10 @@ static void split_sum(lw *L, wb_reg *c, int nacc)
     for (int i = 0; i < nacc; i++)
         wb_emit(L->f, WB_OP_ST_SHARED_CLUSTER, s32 ? "s32" : "f32", 2, wb_r(addi(L, remote, (int64_t)i * consumers * 4)),
                 wb_r(c[i]));
-    wb_tma_cluster_sync(L);
+    wb_gemm_cluster_sync(L);
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(add_sums));
-    wb_tma_cluster_sync(L);
+    wb_gemm_cluster_sync(L);
     for (int i = 0; i < nacc; i++) {
         wb_reg v = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_SHARED, s32 ? "s32" : "f32", 2, wb_r(v), wb_r(addi(L, at, (int64_t)i * consumers * 4)));
@@ -1206,7 +1218,7 @@ static void lower_epilogue(lw *L, int acc)
      * remote arrival (.release). The producer warpgroup does not meet them: its copies land in stages
      * both blocks wait for, and threads that have ended count as arrived. */
     if (L->cluster)
-        wb_tma_cluster_sync(L);
+        wb_gemm_cluster_sync(L);
     if (!L->persist) /* persist: the next output tile first (tile_end) */
         wb_emit(L->f, WB_OP_RET, NULL, 0);
 }

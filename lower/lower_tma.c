@@ -180,7 +180,7 @@ void wb_tma_setup(lw *L)
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
     if (L->cluster) /* no copy or arrival may reach the other block before its mbarriers are set up */
-        wb_tma_cluster_sync(L);
+        wb_gemm_cluster_sync(L);
     else
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
     const char *consume = wb_new_label(L->f, "consume"), *idle = wb_new_label(L->f, "idle");
@@ -229,12 +229,4 @@ void wb_tma_release(lw *L, wb_reg tile)
         wb_emit(L->f, WB_OP_MBAR_ARRIVE_REMOTE, NULL, 1, wb_r(remote));
         wb_guard_last(L->f, L->lead, 0);
     }
-}
-
-/* cluster: the threads of both blocks meet (barrier.cluster; threads that have ended count as
- * arrived): all of them after the mbarriers are set up, the consumers before they end (lower_gemm.c) */
-void wb_tma_cluster_sync(lw *L)
-{
-    wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
-    wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
 }
