@@ -145,11 +145,19 @@ if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), the
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
-  PAIRS="256 6144 4096||--split-k 1|--split-k 2;1024 6144 4096||--split-k 1|--split-k 2"
-  PAIRS="$PAIRS;256 4096 14336||--split-k 1|--split-k 2;256 8192 8192||--split-k 1|--split-k 2"
-  OUT=$LOGS PAIRS=$PAIRS step 200 bash bench/ab_flags.sh
-  OUT=$LOGS PAIRS="256 6144 4096||--split-k 1|--split-k 2;1024 4096 4096||--split-k 1|--split-k 2" SPEC=fp8 \
-    step 100 bash bench/ab_flags.sh
+  # (the same tile split lost everywhere, 2026-12-06: 27.7 against 35.1 us at M = 256 on 6144 x 4096, the
+  # pairs doubling 96 blocks into 1.45 waves; split pays only where a bigger tile's blocks fill under
+  # half the SMs, so each pair here is the heuristic's kernel against a larger tile split in two)
+  w="--split-k 2 --mma wgmma"
+  PAIRS="256 4096 14336||--split-k 1|$w --m-tiles 16 --warps-n 8 --load tma"
+  PAIRS="$PAIRS;256 4096 14336||--split-k 1|$w --m-tiles 32 --warps-n 8 --load tma"
+  PAIRS="$PAIRS;128 4096 14336||--split-k 1|$w --m-tiles 16 --warps-n 4 --load cp.async --warps-k 2"
+  PAIRS="$PAIRS;128 4096 14336||--split-k 1|$w --m-tiles 16 --warps-n 8 --load tma"
+  PAIRS="$PAIRS;128 4096 14336||--split-k 1|$w --m-tiles 16 --warps-n 4 --load tma"
+  PAIRS="$PAIRS;128 8192 8192||--split-k 1|$w --m-tiles 16 --warps-n 8 --load tma"
+  PAIRS="$PAIRS;128 6144 4096||--split-k 1|$w --m-tiles 16 --warps-n 8 --load tma"
+  PAIRS="$PAIRS;256 6144 4096||--split-k 1|$w --m-tiles 32 --warps-n 8 --load tma"
+  OUT=$LOGS PAIRS=$PAIRS step 400 bash bench/ab_flags.sh
   exit 0
 fi
 if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup tiles), clusters at M = 256; beside torch
