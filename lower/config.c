@@ -40,6 +40,40 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
     return n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
 }
 
+/* K halves into whole block tiles and scale groups (wb_kernel_check_shape's rule for split_k) */
+static int split_fits(const wb_format *f, const wb_config *c, int64_t k)
+{
+    wb_layout lay;
+    wb_layout_get(f, c, WB_ARCH_SM90A, &lay);
+    return k % (2 * lay.bk) == 0 && (f->g <= 0 || (k / 2) % f->g == 0);
+}
+
+/* Split K over a pair of blocks (16-bit activations, the wgmma kernel): where 128 x 128 tiles would give
+ * fewer than half the SMs a block, the widest 128-token tile (128 or 64 channels) whose pairs give more
+ * than half the SMs a block in one wave, when K halves into whole block tiles and groups. W4A16 on an
+ * H200 (2026-12-06, three rounds interleaved, docs/perf.md): at M = 128 on 8192 x 8192 30.5 us against
+ * 35.6, on 6144 x 4096 18.4 against 23.3, on 4096 x 14336 (128 x 64) 34.6 against 42.1; at M = 256 on
+ * 4096 x 14336 52.2 against 64.4. Pairs of 48 tiles of 256 x 128 lost to 96 single tiles of 128 x 128
+ * (31.6 against 27.4 us at M = 256 on 6144 x 4096), and pairs of 32 tiles (64 blocks) lost on
+ * 4096 x 14336 at both M. Sets the tile and split_k; 0 where no tile qualifies. */
+static int split_tile(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
+{
+    int64_t sms = t->sm_count_hint;
+    wb_config x = *c;
+    x.m_tiles = 16, x.warps_n = 8, x.split_k = 2;
+    if (n % 128 == 0 && wgmma_blocks(&x, m, n) * 2 >= sms)
+        return 0;
+    for (int wn = 8; wn >= 4; wn /= 2) {
+        x.warps_n = wn;
+        int64_t pairs = wgmma_blocks(&x, m, n);
+        if (n % (16 * wn) || 4 * pairs <= sms || 2 * pairs > sms || !split_fits(f, &x, k))
+            continue;
+        *c = x;
+        return 1;
+    }
+    return 0;
+}
+
 /* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are more than one and a half waves of
  * them (the fewest bytes per MMA; 570 to 590 TFLOP/s at M = 1024 to 16384 on 8192 x 8192; at M = 256 on
  * 28672 x 4096, 1.7 waves, 106 us against 127 for 128 x 128 tiles, H100 sweep 2026-12-06), or, for
@@ -67,6 +101,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     if (!c->load)
         c->load = tma ? WB_LOAD_TMA : WB_LOAD_CP_ASYNC;
     int forced_wk = c->warps_k != 0;
+    const wb_config asked = *c;
     if (!c->warps_k)
         c->warps_k = 1;
     int64_t sms = t->sm_count_hint;
@@ -100,6 +135,8 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         }
     }
     *c = best;
+    int split = !asked.split_k && !asked.m_tiles && !asked.warps_n && !asked.cluster && !asked.persistent &&
+                !load_asked && !forced_wk && tma_a16 && tma && mt_cap >= 16 && split_tile(t, f, m, n, k, c);
     /* 16-bit activations with one consumer warpgroup (64 channels a block) have no second one to run
      * its MMAs while the first dequantizes: cp.async there. Measured across two H200 runs only
      * (docs/perf.md, 2026-12-06): at M = 256 on 4096 x 14336 and 6144 x 4096 the TMA kernel took 6%
@@ -111,8 +148,11 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * one, at M = 128 on 8192 x 8192 in 36.7 against 41.6, on 4096 x 14336 in 42.3 against 63.9; at
      * K = 4096 (6144 x 4096, M = 256, sweep) 37 against 35 */
     if (tma_a16 && !forced_wk && c->load == WB_LOAD_CP_ASYNC && c->warps_n == 4 && m > 64 && k >= 8192 &&
-        k % (2 * WB_KW) == 0)
+        k % (2 * WB_KW) == 0) {
         c->warps_k = 2;
+        if (c->split_k > 1 && !split_fits(f, c, k)) /* (a split block's K: two halves of k128 tiles) */
+            c->warps_k = 1;
+    }
     if (!c->m_tiles)
         c->m_tiles = mt_cap < 4 ? mt_cap : 4;
     if (!c->warps_n)
@@ -143,6 +183,12 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * M = 256 on 6144 x 4096: 96 blocks, 29.2 us against 27.4; on 8192 x 8192, 128 blocks: 55.8 against
      * 54.3 in one run, 55.5 against 56.4 in another; 224 blocks on 28672 x 4096: even). cluster = 1
      * (forced) keeps single blocks. */
+    if (split) { /* the other block's sums land over the TMA stages: drop the split where they do not fit */
+        wb_layout lay;
+        wb_layout_get(f, c, t->arch, &lay);
+        if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)
+            c->split_k = 0;
+    }
     if (!c->cluster && c->split_k < 2 && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
         n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;

@@ -27,8 +27,9 @@
 #   scripts/h200.sh cluster             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 on
 #                                       the TMA pipeline beside its clusters of two (M = 16384, 4096), fp8 and
 #                                       int8 both ways beside torch
-#   scripts/h200.sh split               the pending kernels, W4A16 and fp8 with --split-k 2 against without, where a
-#                                       GEMM has few output tiles (three rounds, bench/ab_flags.sh)
+#   scripts/h200.sh split [peers]       the pending kernels, then W4A16 with --split-k 2 on larger tiles against the
+#                                       heuristic's kernels where a GEMM has few output tiles (three rounds,
+#                                       bench/ab_flags.sh), or (peers) W4A16 at M = 128, 256 beside torch
 #   scripts/h200.sh wk2                 the pending kernels, W4A16 one-warpgroup tiles with warps_k 1 and 2 and
 #                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
@@ -145,6 +146,12 @@ if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), the
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  if [ "$quick" = peers ]; then # the heuristic's split picks beside torch f16
+    PYTHONUNBUFFERED=1 step 200 python3 bench/warble_peers.py --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
+      --m 128,256 --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    python3 bench/report.py "$LOGS/peers.jsonl" 2>&1 | tee "$LOGS/peers.md"
+    exit 0
+  fi
   # (the same tile split lost everywhere, 2026-12-06: 27.7 against 35.1 us at M = 256 on 6144 x 4096, the
   # pairs doubling 96 blocks into 1.45 waves; split pays only where a bigger tile's blocks fill under
   # half the SMs, so each pair here is the heuristic's kernel against a larger tile split in two)

@@ -316,24 +316,33 @@ END_TEST
  * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
  * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
  * from one and a half waves of them or in one wave for more than half the SMs, 128 x 128 ones where
- * they give half the SMs a block, clusters of
- * two from a wave of blocks, a second warpgroup along K for one-warpgroup tiles over a long K; a load
- * asked for is kept. */
+ * they give half the SMs a block, else a 128-token tile split along K whose pairs give more than half
+ * of them one (where K halves), clusters of two from a wave of blocks, a second warpgroup along K for
+ * one-warpgroup tiles over a long K; a load asked for is kept. */
 START_TEST(a16_load_choice)
 {
-    static const struct { const char *spec; int64_t m, n, k; int mma, load, warps_n, m_tiles, cluster; } cases[] = {
-        {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
-        {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
-        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0}, /* 128 blocks: fewer than SMs */
-        {"w4a16", 512, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0},  /* one wave of 256-token tiles */
-        {"w4a16", 1024, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0}, /* the same */
-        {"w4a16", 1024, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 2},  /* 192 of them: two waves */
-        {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},
-        {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2},  /* 224 blocks: 1.7 waves */
-        {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0},   /* 96 blocks */
-        {"w4a16", 256, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4, 16, 0}, /* 128 x 128: 64 blocks */
-        {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0},
-        {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0},
+    static const struct {
+        const char *spec;
+        int64_t m, n, k;
+        int mma, load, warps_n, m_tiles, cluster, split_k;
+    } cases[] = {
+        {"w4a16", 16384, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2, 0},
+        {"w4a16", 1024, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2, 0},
+        {"w4a16", 256, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0, 0}, /* 128 blocks: fewer than SMs */
+        {"w4a16", 512, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0, 0},  /* one wave of 256-token tiles */
+        {"w4a16", 1024, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 0, 0}, /* the same */
+        {"w4a16", 1024, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 2, 0},  /* 192 of them: two waves */
+        {"a=bf16,w=int3,ws=bf16,g=128", 4096, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2, 0},
+        {"w4a16", 256, 28672, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 32, 2, 0},  /* 224 blocks: 1.7 waves */
+        {"w4a16", 256, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0, 0},   /* 96 blocks */
+        {"w4a16", 256, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0, 2}, /* 128 x 128: 64 tiles, split */
+        {"w4a16", 128, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0, 2},  /* the same */
+        {"w4a16", 128, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 8, 16, 0, 2},  /* 48 tiles: 96 blocks */
+        {"w4a16", 128, 4096, 14336, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4, 16, 0, 2}, /* 32 of 128 x 128: 64 x 2 */
+        {"w4a16", 128, 6144, 4224, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 4, 8, 0, 0},  /* K / 2 not whole groups */
+        {"fp8", 128, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 0, 0, 0, 0},        /* 16-bit activations only */
+        {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0, 0},
+        {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
@@ -341,24 +350,30 @@ START_TEST(a16_load_choice)
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, cases[i].k, &c), WB_OK);
         ck_assert_msg(c.mma == cases[i].mma && c.load == cases[i].load &&
                           (!cases[i].warps_n || c.warps_n == cases[i].warps_n) &&
-                          (!cases[i].m_tiles || (c.m_tiles == cases[i].m_tiles && c.cluster == cases[i].cluster)),
-                      "%s at m=%lld n=%lld: mma %d load %d warps_n %d m_tiles %d cluster %d", cases[i].spec,
-                      (long long)cases[i].m, (long long)cases[i].n, c.mma, c.load, c.warps_n, c.m_tiles, c.cluster);
+                          (!cases[i].m_tiles || (c.m_tiles == cases[i].m_tiles && c.cluster == cases[i].cluster)) &&
+                          (c.split_k > 1 ? 2 : 0) == cases[i].split_k,
+                      "%s at m=%lld n=%lld: mma %d load %d warps_n %d m_tiles %d cluster %d split_k %d", cases[i].spec,
+                      (long long)cases[i].m, (long long)cases[i].n, c.mma, c.load, c.warps_n, c.m_tiles, c.cluster,
+                      c.split_k);
     }
     /* one-warpgroup tiles: a second warpgroup along K where K is long, not at K = 4096 */
     wb_format f = fmt("w4a16");
     wb_config c = {0};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 128, 4096, 14336, &c), WB_OK);
     ck_assert_int_eq(c.warps_k, 2);
     c = (wb_config){0};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 128, 6144, 4096, &c), WB_OK);
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 128, 6144, 4224, &c), WB_OK);
     ck_assert(c.warps_n == 4 && c.load == WB_LOAD_CP_ASYNC && c.warps_k == 1);
+    /* a field asked for leaves the split out, and the tile is the unsplit rule's */
     c = (wb_config){.warps_k = 1};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
-    ck_assert_int_eq(c.warps_k, 1);
+    ck_assert(c.warps_k == 1 && c.split_k < 2 && c.warps_n == 4 && c.load == WB_LOAD_CP_ASYNC);
     c = (wb_config){.load = WB_LOAD_TMA};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 14336, &c), WB_OK);
-    ck_assert_int_eq(c.load, WB_LOAD_TMA);
+    ck_assert(c.load == WB_LOAD_TMA && c.split_k < 2);
+    c = (wb_config){.split_k = 1};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 128, 8192, 8192, &c), WB_OK);
+    ck_assert(c.split_k < 2 && c.warps_n == 4);
     c = (wb_config){.load = WB_LOAD_CP_ASYNC};
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16384, 8192, 8192, &c), WB_OK);
     ck_assert_int_eq(c.load, WB_LOAD_CP_ASYNC);
@@ -1022,7 +1037,7 @@ START_TEST(config_choice_and_shape_rules)
         free(ptx);
         wb_launch_dims d;
         ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, m, 4096, 4096, &d), WB_OK);
-        ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 4096u);
+        ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 4096u * (c.split_k > 1 ? 2 : 1));
         ck_assert_uint_ge(d.grid[1] * 8u * (unsigned)c.m_tiles, (unsigned)m);
     }
     wb_config c = full_config(&f, WB_ARCH_SM90A, 1);
