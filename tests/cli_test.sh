@@ -303,6 +303,11 @@ grep -q 'mma=wgmma,split_k=2$' "$tmp/out" || fail "--split-k config: $(cat "$tmp
 expect 0 "check --split-k 2" " ok" -- $W check int8 --arch sm_90a --m 256 --n 4096 --k 4096 --split-k 2
 expect 2 "--split-k on mma.sync" "wgmma kernel" -- $W ptx w4a16 --arch sm_90a --m 16 --split-k 2 --mma mma.sync
 expect 2 "--split-k 3" "must be 1 or 2" -- $W ptx w4a16 --arch sm_90a --m 256 --split-k 3
+# the heuristic splits where 128 x 128 tiles leave over half the SMs idle (64 tiles at M = 128 on 8192^2)
+expect 0 "split-K default" "" -- $W ptx w4a16 --arch sm_90a --m 128 --n 8192 --k 8192 --hash
+grep -q 'wn=8,.*load=tma,mma=wgmma,split_k=2$' "$tmp/out" || fail "M = 128 on 8192^2 not split: $(cat "$tmp/out")"
+expect 0 "--split-k 1" "" -- $W ptx w4a16 --arch sm_90a --m 128 --n 8192 --k 8192 --split-k 1 --hash
+grep -q 'split_k' "$tmp/out" && fail "--split-k 1 still split: $(cat "$tmp/out")"
 expect 2 "--split-k odd K" "needs K a multiple of" -- $W ptx w4a16 --arch sm_90a --m 256 --n 4096 --k 4224 --split-k 2
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
