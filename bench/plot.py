@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main(path, outdir):
     rows = [r for r in (json.loads(l) for l in open(path) if l.strip()) if isinstance(r, dict)]
     copy = next((r["tbps"] for r in rows if r.get("fmt") == "d2d_copy"), None)
+    gpu = next((r["device"] for r in rows if r.get("env")), "GPU unknown")
     shapes = sorted({(r["N"], r["K"]) for r in rows if "N" in r and "us" in r})
     os.makedirs(outdir, exist_ok=True)
     for n, k in shapes:
@@ -38,7 +39,7 @@ def main(path, outdir):
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
         ax_t.set_yscale("log")
-        fig.suptitle("%d x %d, H200 (same process, CUDA graph replays)" % (n, k))
+        fig.suptitle("%d x %d, %s (same process, CUDA graph replays)" % (n, k, gpu))
         fig.tight_layout()
         out = os.path.join(outdir, "w4a16-%dx%d.png" % (n, k))
         fig.savefig(out, dpi=90)
