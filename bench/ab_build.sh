@@ -30,3 +30,14 @@ for round in 1 2; do
     done
   done
 done
+python3 - "$OUT/ab_build.jsonl" <<'PY'
+import json, sys, statistics as st
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault((r["spec"][:40], r["m"], r["n"], r["k"]), {}).setdefault(r["build"], []).append((r["us"], r["config"]))
+for key, v in by.items():
+    if "base" in v and "this" in v:
+        b, t = st.median(u for u, _ in v["base"]), st.median(u for u, _ in v["this"])
+        print(key, "base %.2f us (%s), this %.2f us (%s), base/this %.3f" % (b, v["base"][0][1], t, v["this"][0][1], b / t))
+PY

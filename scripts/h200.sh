@@ -30,6 +30,9 @@
 #   scripts/h200.sh split [peers]       the pending kernels, then W4A16 with --split-k 2 on larger tiles against the
 #                                       heuristic's kernels where a GEMM has few output tiles (three rounds,
 #                                       bench/ab_flags.sh), or (peers) W4A16 at M = 128, 256 beside torch
+#   PAIRS=.. [SPEC=..] [BASE=DIR CASES=..] scripts/h200.sh pairs  the pending kernels, (bench/ab_build.sh:
+#                                       this build beside DIR's,) then bench/ab_flags.sh on PAIRS (forced
+#                                       choices, interleaved rounds)
 #   scripts/h200.sh wk2                 the pending kernels, W4A16 one-warpgroup tiles with warps_k 1 and 2 and
 #                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
@@ -167,6 +170,14 @@ if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), the
   OUT=$LOGS PAIRS=$PAIRS step 400 bash bench/ab_flags.sh
   exit 0
 fi
+if [ "$mode" = pairs ]; then # the pending kernels, (this build beside $BASE,) forced pairs: PAIRS="M N K|common|a|b;.."
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 200 bash bench/ab_build.sh
+  OUT=$LOGS step "${LIMIT:-400}" bash bench/ab_flags.sh
+  exit 0
+fi
 if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup tiles), clusters at M = 256; beside torch
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
   { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
@@ -188,17 +199,6 @@ if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 d
   CASES="w4a8-fp8|1|8192|8192;w4a8-fp8|16|8192|8192;fp8-block|16|8192|8192;fp8|16|8192|8192;w4a8-fp8|256|8192|8192"
   CASES="$CASES;w4a16|256|6144|4096;w4a16|256|28672|4096;w4a16|256|8192|8192"
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=$CASES step 220 bash bench/ab_build.sh
-  python3 - "$LOGS/ab_build.jsonl" <<'PY'
-import json, sys, statistics as st
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r["spec"][:40], r["m"], r["n"], r["k"]), {}).setdefault(r["build"], []).append(r["us"])
-for key, v in by.items():
-    if "base" in v and "this" in v:
-        b, t = st.median(v["base"]), st.median(v["this"])
-        print(key, "base %.2f us, this %.2f us, base/this %.3f" % (b, t, b / t))
-PY
   PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
     --m 256 --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   for spec in fp8 w4a8-fp8; do
