@@ -579,7 +579,7 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
     for (int i = 0; i < words; i += vec) {
         wb_reg addr = addi(L, base, (i / bits) * 128 * bits + 4 * (i % bits));
         if (vec == 4)
-            wb_emit(L->f, WB_OP_LD_SHARED_V4, "u32", 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
+            wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
                     wb_r(addr));
         else if (vec == 2)
             wb_emit(L->f, WB_OP_LD_SHARED_V2, NULL, 3, wb_r(q[i]), wb_r(q[i + 1]), wb_r(addr));
@@ -1088,42 +1088,35 @@ void wb_gemm_cluster_sync(lw *L)
 }
 
 /* split_k: the pair meets once both are done with their stages (the first's become the buffer); the
- * second block stores its sums into the first's shared memory (mapa, st.shared::cluster.v4: sums 4j to
- * 4j + 3 of consumer thread t at (j * consumers + t) * 16, each warp's store 512 contiguous bytes),
- * both meet again, and the second ends; the first adds them to its own, its half of K first: the
- * same bits whichever block finished first. */
+ * second block stores its sums into the first's shared memory (mapa, st.shared::cluster: sum i of
+ * consumer thread t at (i * consumers + t) * 4), both meet again, and the second ends; the first adds
+ * them to its own, its half of K first: the same bits whichever block finished first. */
 static void split_sum(lw *L, wb_reg *c, int nacc)
 {
     int consumers = L->lay.consumers, s32 = s32_sums(L);
-    const char *type = s32 ? "s32" : "f32";
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
             wb_text("split_k: the second block's sums into the first's shared memory, added there"));
     wb_gemm_cluster_sync(L);
-    wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(16), wb_r(L->smem));
+    wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(4), wb_r(L->smem));
     wb_reg first = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(L->crank), wb_imm(0));
     const char *add_sums = wb_new_label(L->f, "split_add");
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(first), wb_text(add_sums));
     wb_reg remote = op2(L, WB_OP_MAPA, NULL, WB_RC_B32, wb_r(at), wb_r(L->peer));
-    for (int i = 0; i < nacc; i += 4)
-        wb_emit(L->f, WB_OP_ST_SHARED_CLUSTER_V4, type, 5, wb_r(addi(L, remote, (int64_t)i * consumers * 4)),
-                wb_r(c[i]), wb_r(c[i + 1]), wb_r(c[i + 2]), wb_r(c[i + 3]));
+    for (int i = 0; i < nacc; i++)
+        wb_emit(L->f, WB_OP_ST_SHARED_CLUSTER, s32 ? "s32" : "f32", 2, wb_r(addi(L, remote, (int64_t)i * consumers * 4)),
+                wb_r(c[i]));
     wb_gemm_cluster_sync(L);
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(add_sums));
     wb_gemm_cluster_sync(L);
-    for (int i = 0; i < nacc; i += 4) {
-        wb_reg v[4];
-        for (int j = 0; j < 4; j++)
-            v[j] = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
-        wb_emit(L->f, WB_OP_LD_SHARED_V4, type, 5, wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]),
-                wb_r(addi(L, at, (int64_t)i * consumers * 4)));
-        for (int j = 0; j < 4; j++) {
-            if (s32)
-                wb_emit(L->f, WB_OP_ADD, "s32", 3, wb_r(c[i + j]), wb_r(c[i + j]), wb_r(v[j]));
-            else
-                wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i + j]), wb_r(c[i + j]), wb_r(v[j]));
-        }
+    for (int i = 0; i < nacc; i++) {
+        wb_reg v = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_SHARED, s32 ? "s32" : "f32", 2, wb_r(v), wb_r(addi(L, at, (int64_t)i * consumers * 4)));
+        if (s32)
+            wb_emit(L->f, WB_OP_ADD, "s32", 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
+        else
+            wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
     }
 }
 

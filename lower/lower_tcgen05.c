@@ -78,7 +78,7 @@ static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
         wb_reg w[4];
         for (int j = 0; j < 4; j++)
             w[j] = mov(L, "u32", WB_RC_B32, wb_imm(0));
-        wb_emit(L->f, WB_OP_LD_SHARED_V4, "u32", 5, wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(src));
+        wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(src));
         if (valid.id >= 0)
             wb_guard_last(L->f, valid, 0);
         wb_reg v[8];

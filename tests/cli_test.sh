@@ -295,7 +295,7 @@ expect 2 "--cluster odd channel tiles" "two channel tiles" -- \
 if expect 0 "ptx --split-k 2" "" -- $W ptx w4a16 --arch sm_90a --m 256 --n 6144 --k 4096 --split-k 2 --plain; then
     # pairs on one output tile; the second block's sums into the first's shared memory between cluster barriers
     grep -q '^\.reqnctapercluster 2, 1, 1$' "$tmp/out" || fail "--split-k 2: no .reqnctapercluster 2, 1, 1"
-    [ "$(grep -c 'st.shared::cluster.v4.f32' "$tmp/out")" -ge 1 ] || fail "--split-k 2: no store into the first block"
+    [ "$(grep -c 'st.shared::cluster.f32' "$tmp/out")" -ge 1 ] || fail "--split-k 2: no store into the first block"
     [ "$(grep -c 'barrier.cluster.wait' "$tmp/out")" -eq 3 ] || fail "--split-k 2: not three cluster barriers"
 fi
 expect 0 "ptx --split-k hash" "" -- $W ptx w4a16 --arch sm_90a --m 256 --n 6144 --k 4096 --split-k 2 --hash

@@ -1529,20 +1529,18 @@ static void run_thread(emu *e, int i)
             break;
         }
         case WB_OP_MAPA: *d = mapa(e, val(th, &o[1]), val(th, &o[2])); break;
-        case WB_OP_ST_SHARED_CLUSTER_V4: { /* four words into the shared memory of the block its address names */
+        case WB_OP_ST_SHARED_CLUSTER: { /* a store into the shared memory of the block its address names */
             uint64_t off;
             emu *dst = cluster_target(e, val(th, &o[0]), &off);
             if (dst != e)
                 check_alive(dst, e, "a shared::cluster store");
-            CHECK(access_bytes(in->type) == 4 && off % 16 == 0, "%s (insn %d): st.shared::cluster.v4.%s at %#llx: "
-                  "four 32-bit words, 16-byte aligned", who(e, i).s, th->pc, in->type, (unsigned long long)off);
-            uint8_t *p = shared_at(dst, off, 16);
-            shared_write_check(dst, e, e->cur, off, 16);
-            dst->arec[off / 16].mbar = 0; /* no async copy's data any more */
-            for (int j = 0; j < 4; j++) {
-                uint32_t x = (uint32_t)val(th, &o[1 + j]);
-                memcpy(p + 4 * j, &x, 4);
-            }
+            int bytes = access_bytes(in->type);
+            uint8_t *p = shared_at(dst, off, bytes);
+            shared_write_check(dst, e, e->cur, off, bytes);
+            for (uint64_t c = off / 16; c <= (off + (uint64_t)bytes - 1) / 16; c++)
+                dst->arec[c].mbar = 0; /* no async copy's data any more */
+            uint32_t x = (uint32_t)val(th, &o[1]);
+            memcpy(p, &x, (size_t)bytes);
             break;
         }
         case WB_OP_CLUSTER_ARRIVE: /* a release to every thread of the cluster that waits past it */
