@@ -40,6 +40,21 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
     return n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
 }
 
+/* The deepest pipeline that fits beside the blocks an SM runs at once, 3 to 8 stages */
+static int wgmma_stages(const wb_target *t, const wb_format *f, const wb_config *c, int64_t m, int64_t n)
+{
+    wb_config one = *c;
+    one.stages = 1;
+    wb_layout lay;
+    wb_layout_get(f, &one, t->arch, &lay);
+    int64_t sms = t->sm_count_hint, threads = 32 * c->warps_n * c->warps_k;
+    int64_t by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads), per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
+    per_sm = per_sm < by_regs ? per_sm : by_regs;
+    per_sm = per_sm < 1 ? 1 : per_sm;
+    int64_t fit = t->smem_max / (per_sm * lay.stage);
+    return fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
+}
+
 /* K halves into whole block tiles and scale groups (wb_kernel_check_shape's rule for split_k) */
 static int split_fits(const wb_format *f, const wb_config *c, int64_t k)
 {
@@ -55,23 +70,31 @@ static int split_fits(const wb_format *f, const wb_config *c, int64_t k)
  * 35.6, on 6144 x 4096 18.4 against 23.3, on 4096 x 14336 (128 x 64) 34.6 against 42.1; at M = 256 on
  * 4096 x 14336 52.2 against 64.4. Pairs of 48 tiles of 256 x 128 lost to 96 single tiles of 128 x 128
  * (31.6 against 27.4 us at M = 256 on 6144 x 4096), and pairs of 32 tiles (64 blocks) lost on
- * 4096 x 14336 at both M. Sets the tile and split_k; 0 where no tile qualifies. */
-static int split_tile(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
+ * 4096 x 14336 at both M. Sets the tile and split_k where a tile qualifies. */
+static void split_tile(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     int64_t sms = t->sm_count_hint;
     wb_config x = *c;
     x.m_tiles = 16, x.warps_n = 8, x.split_k = 2;
     if (n % 128 == 0 && wgmma_blocks(&x, m, n) * 2 >= sms)
-        return 0;
+        return;
     for (int wn = 8; wn >= 4; wn /= 2) {
         x.warps_n = wn;
         int64_t pairs = wgmma_blocks(&x, m, n);
         if (n % (16 * wn) || 4 * pairs <= sms || 2 * pairs > sms || !split_fits(f, &x, k))
             continue;
+        /* on the TMA pipeline (two consumer warpgroups) the other block's sums land over the stages
+         * the heuristic gives it */
+        wb_config tma = x;
+        tma.load = WB_LOAD_TMA;
+        tma.stages = wgmma_stages(t, f, &tma, m, n);
+        wb_layout lay;
+        wb_layout_get(f, &tma, t->arch, &lay);
+        if (wn == 8 && lay.split_bytes > lay.mbar_off)
+            continue;
         *c = x;
-        return 1;
+        return;
     }
-    return 0;
 }
 
 /* wgmma (M > 64 on sm_90a, or forced): 256 x 128 tiles when there are more than one and a half waves of
@@ -135,8 +158,9 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         }
     }
     *c = best;
-    int split = !asked.split_k && !asked.m_tiles && !asked.warps_n && !asked.cluster && !asked.persistent &&
-                !load_asked && !forced_wk && tma_a16 && tma && mt_cap >= 16 && split_tile(t, f, m, n, k, c);
+    if (!asked.split_k && !asked.m_tiles && !asked.warps_n && !asked.cluster && !asked.persistent && !load_asked &&
+        !forced_wk && tma_a16 && tma && mt_cap >= 16)
+        split_tile(t, f, m, n, k, c);
     /* 16-bit activations with one consumer warpgroup (64 channels a block) have no second one to run
      * its MMAs while the first dequantizes: cp.async there. Measured across two H200 runs only
      * (docs/perf.md, 2026-12-06): at M = 256 on 4096 x 14336 and 6144 x 4096 the TMA kernel took 6%
@@ -165,17 +189,8 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
            k % (slice_k * c->warps_k * 2) == 0 &&
            wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
         c->warps_k *= 2;
-    if (!c->stages) {
-        wb_layout lay;
-        c->stages = 1;
-        wb_layout_get(f, c, t->arch, &lay);
-        int64_t threads = 32 * c->warps_n * c->warps_k, by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads);
-        int64_t per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
-        per_sm = per_sm < by_regs ? per_sm : by_regs;
-        per_sm = per_sm < 1 ? 1 : per_sm;
-        int64_t fit = t->smem_max / (per_sm * lay.stage);
-        c->stages = fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
-    }
+    if (!c->stages)
+        c->stages = wgmma_stages(t, f, c, m, n);
     /* The TMA pipeline in clusters of two wherever the channel tiles pair up and the activation tile
      * halves into whole swizzle atoms: each block reads a quarter (fp8, int8) to a third (16-bit
      * activations) fewer bytes from L2. On an H100 (2026-12-06, docs/perf.md) fp8 gained 6-7% at
@@ -183,12 +198,6 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * M = 256 on 6144 x 4096: 96 blocks, 29.2 us against 27.4; on 8192 x 8192, 128 blocks: 55.8 against
      * 54.3 in one run, 55.5 against 56.4 in another; 224 blocks on 28672 x 4096: even). cluster = 1
      * (forced) keeps single blocks. */
-    if (split) { /* the other block's sums land over the TMA stages: drop the split where they do not fit */
-        wb_layout lay;
-        wb_layout_get(f, c, t->arch, &lay);
-        if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)
-            c->split_k = 0;
-    }
     if (!c->cluster && c->split_k < 2 && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
         n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;
