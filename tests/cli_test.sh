@@ -415,6 +415,25 @@ grep -q '^fp8	300	256	1024$' "$tmp/plan_89" || fail "selftest --list --arch sm_8
 grep -q '^a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1	' "$tmp/plan_89" || fail "sm_89 plan: no e5m2 x e4m3 case"
 expect 2 "bench missing shape" "required" -- $W bench w4a16 --m 1
 expect 2 "bench bad spec" "" -- $W bench nosuchformat --m 1 --n 4096 --k 4096
+# --sweep --list: the configs a sweep would time, no GPU: wgmma's pairs splitting K among them on sm_90a
+# (none on mma.sync), only split ones when --split-k 2 is asked, only mma.sync where there is no wgmma
+if expect 0 "bench --sweep --list" "" -- $W bench w4a16 --m 128 --n 8192 --k 8192 --sweep --list --arch sm_90a; then
+    awk '!/^m=128 n=8192 k=8192 mt=[0-9]+,wn=[0-9]+,wk=[0-9]+,stages=[0-9]+,load=[a-z.]+,mma=(mma.sync|wgmma)/ ||
+         (/split_k=2/ && !/mma=wgmma/) { bad = 1 } END { exit bad }' "$tmp/out" ||
+        fail "bench --sweep --list: a line is not m n k and a config: $(head -3 "$tmp/out")"
+    grep -q 'mt=16,wn=8,wk=1,stages=8,load=tma,mma=wgmma,split_k=2$' "$tmp/out" ||
+        fail "bench --sweep --list: no 128 x 128 TMA pair splitting K"
+    grep -q 'mma=mma.sync' "$tmp/out" || fail "bench --sweep --list: no mma.sync config"
+    [ "$(sort "$tmp/out" | uniq -d | wc -l)" -eq 0 ] || fail "bench --sweep --list: a config listed twice"
+fi
+if expect 0 "bench --sweep --list --split-k 2" "" -- $W bench w4a16 --m 256 --n 4096 --k 4096 --split-k 2 --sweep --list --arch sm_90a; then
+    [ -s "$tmp/out" ] && ! grep -qv 'split_k=2$' "$tmp/out" || fail "--split-k 2 --sweep --list: an unsplit config"
+fi
+if expect 0 "bench --sweep --list sm_80" "" -- $W bench w4a16 --m 256 --n 4096 --k 4096 --sweep --list --arch sm_80; then
+    [ -s "$tmp/out" ] && ! grep -Eqv 'mma=mma.sync(,ks=[0-9]+)?$' "$tmp/out" || fail "sm_80 --sweep --list: not mma.sync alone"
+fi
+expect 2 "bench --list without --sweep" "go together" -- $W bench w4a16 --m 1 --n 4096 --k 4096 --list --arch sm_90a
+expect 2 "bench --list without --arch" "go together" -- $W bench w4a16 --m 1 --n 4096 --k 4096 --sweep --list
 
 # ---- quant: the host reference quantizer into run's files (x = 1, -0.5, 0, 0.25 as f32)
 printf '\x00\x00\x80\x3f\x00\x00\x00\xbf\x00\x00\x00\x00\x00\x00\x80\x3e' >"$tmp/x.f32"

@@ -2,9 +2,9 @@
  * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
- * clusters of two where the tiles pair up and in single blocks) and reports the best; choices given on
- * the command line (--m-tiles, --warps-n, --warps-k, --k-slices, --stages, --load, --cluster) stay
- * fixed. A swept config is first probed with one call per layer; one slower than
+ * clusters of two where the tiles pair up and in single blocks, and pairs of blocks splitting K) and
+ * reports the best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices,
+ * --stages, --load, --cluster, --split-k) stay fixed; --sweep --list --arch prints them, no GPU needed. A swept config is first probed with one call per layer; one slower than
  * SWEEP_PRUNE x the best so far is reported as "pruned" with that probe's time and not timed fully
  * (at M = 16384 a full timing of a small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
  * synchronization inside a batch). */
@@ -139,16 +139,19 @@ static int config_legal(bench *b, wb_config *cfg)
     return s == WB_OK;
 }
 
-static int sweep(bench *b, const wb_config *best_default, double default_us)
+/* Every legal config a sweep tries, in order, each passed to visit (which returns nonzero to stop):
+ * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
+ * takes it, TMA in single blocks) and, on wgmma, pairs of blocks splitting K (--split-k 2) beside
+ * each of the first two. Choices given on the command line stay fixed. */
+static int sweep_each(bench *b, int (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
                      wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
     /* wgmma's load paths: cp.async, TMA as the heuristic takes it (clusters of two where the tiles pair
-     * up), TMA in single blocks */
-    static const int loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA}, clusters[] = {0, 0, 1};
+     * up), TMA in single blocks; then the first two split along K */
+    static const int loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA, WB_LOAD_CP_ASYNC, WB_LOAD_TMA},
+                     clusters[] = {0, 0, 1, 0, 0}, splits[] = {0, 0, 0, 2, 2};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
-    wb_config best = *best_default;
-    double best_us = default_us;
     int tried = 0;
     for (int mi = 0; mi < 2; mi++)
     for (int i = 0; i < 6; i++)
@@ -156,18 +159,25 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++)
                 for (int ki = 0; ki < 3; ki++)
-                for (int li = 0; li < 3; li++) { /* wgmma: every load path (TMA is wgmma's only) */
+                for (int li = 0; li < 5; li++) { /* wgmma: every load path (TMA is wgmma's only) */
                     wb_config cfg = *forced;
                     if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
                         (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki) ||
-                        (forced->load && li) || (forced->cluster && li == 2))
+                        (forced->load && li % 3) || (forced->cluster && li == 2) || (forced->split_k && li > 2))
                         continue;
-                    if (!forced->load && (forced->mma ? forced->mma : mmas[mi]) == WB_MMA_WGMMA)
-                        cfg.load = loads[li], cfg.cluster = forced->cluster ? forced->cluster : clusters[li];
-                    else if (li)
+                    int mma = forced->mma ? forced->mma : mmas[mi];
+                    if (mma == WB_MMA_WGMMA) {
+                        if (!forced->load)
+                            cfg.load = loads[li];
+                        if (!forced->cluster)
+                            cfg.cluster = clusters[li];
+                        if (!forced->split_k)
+                            cfg.split_k = splits[li];
+                    } else if (li) {
                         continue;
+                    }
                     cfg.k_slices = forced->k_slices ? forced->k_slices : kss[ki];
-                    cfg.mma = forced->mma ? forced->mma : mmas[mi];
+                    cfg.mma = mma;
                     cfg.m_tiles = forced->m_tiles ? forced->m_tiles : mts[i];
                     cfg.warps_n = forced->warps_n ? forced->warps_n : wns[j];
                     cfg.warps_k = forced->warps_k ? forced->warps_k : wks[q];
@@ -178,24 +188,68 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
                         if (!config_legal(b, &paired) || paired.cluster != 2)
                             continue;
                     }
-                    double us;
-                    if (!config_legal(b, &cfg) || set_config(b, &cfg) != 0 || probe_one(b, &us) != 0)
+                    if (!config_legal(b, &cfg))
                         continue;
                     tried++;
-                    if (us > SWEEP_PRUNE * best_us) {
-                        report(b, &cfg, us, "pruned");
-                        continue;
-                    }
-                    if (time_one(b, &us) != 0)
-                        continue;
-                    report(b, &cfg, us, "sweep");
-                    if (us < best_us)
-                        best_us = us, best = cfg;
+                    int rc = visit(b, &cfg, ctx);
+                    if (rc)
+                        return rc < 0 ? 0 : rc;
                 }
     if (!tried)
         fprintf(stderr, "warble: bench: no legal config to sweep at m=%lld\n", (long long)b->m);
-    report(b, &best, best_us, "best");
+    return 0;
+}
+
+typedef struct sweep_best {
+    wb_config cfg;
+    double us;
+} sweep_best;
+
+/* A swept config on the GPU: probed, then (unless slower than SWEEP_PRUNE x the best) timed. */
+static int sweep_time(bench *b, const wb_config *cfg, void *ctx)
+{
+    sweep_best *best = ctx;
+    double us;
+    if (set_config(b, cfg) != 0 || probe_one(b, &us) != 0)
+        return 0;
+    if (us > SWEEP_PRUNE * best->us) {
+        report(b, cfg, us, "pruned");
+        return 0;
+    }
+    if (time_one(b, &us) != 0)
+        return 0;
+    report(b, cfg, us, "sweep");
+    if (us < best->us)
+        best->us = us, best->cfg = *cfg;
+    return 0;
+}
+
+static int sweep(bench *b, const wb_config *best_default, double default_us)
+{
+    sweep_best best = {*best_default, default_us};
+    sweep_each(b, sweep_time, &best);
+    report(b, &best.cfg, best.us, "best");
     return set_config(b, NULL);
+}
+
+/* --sweep --list: the configs a sweep would time, one a line (no GPU: --arch names the target) */
+static int sweep_print(bench *b, const wb_config *cfg, void *ctx)
+{
+    (void)ctx;
+    char cs[160];
+    wb_config_print(cfg, cs, sizeof cs);
+    printf("m=%lld n=%lld k=%lld %s\n", (long long)b->m, (long long)b->args->n, (long long)b->args->k, cs);
+    return 0;
+}
+
+static int sweep_list(bench *b)
+{
+    for (int i = 0; i < b->args->nm; i++) {
+        b->m = b->args->m[i];
+        sweep_each(b, sweep_print, NULL);
+    }
+    fflush(stdout);
+    return 0;
 }
 
 static double now_ms(void);
@@ -364,7 +418,7 @@ int cmd_bench(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     uint64_t allowed = CLI_SHAPE_OPTS | CLI_CONFIG_OPTS | OPT(O_JSON) | OPT(O_SWEEP) | OPT(O_DEVICE) | OPT(O_COMPILE) |
-                       OPT(O_DISPATCH);
+                       OPT(O_DISPATCH) | OPT(O_LIST) | OPT(O_ARCH);
     int rc = cli_parse(argc, argv, allowed, 1, &a);
     if (rc || (rc = cli_parse_spec(a.spec, &b.f)))
         return rc;
@@ -379,6 +433,13 @@ int cmd_bench(int argc, char **argv)
     }
     b.args = &a;
     cli_spec_str(&b.f, b.spec, sizeof b.spec);
+    if (cli_has(&a, O_LIST) || cli_has(&a, O_ARCH)) { /* the sweep's configs for a target, no GPU */
+        if (!cli_has(&a, O_LIST) || !cli_has(&a, O_SWEEP) || !cli_has(&a, O_ARCH))
+            return cli_fail(CLI_USAGE, "bench: --list and --arch go together, with --sweep (the configs a sweep "
+                                       "would time on that target)");
+        b.arch = a.arch;
+        return sweep_list(&b);
+    }
     rc = bench_all(&b);
     for (int i = 0; i < b.nlayers; i++)
         wb_layer_destroy(b.layer[i]);
