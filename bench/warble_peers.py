@@ -29,7 +29,7 @@ class HostWeights(C.Structure):
 class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel writes them all)
     _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma",
                                        "batch_invariant", "k_slices", "persistent", "cluster",
-                                       "split_k")]
+                                       "split_k", "evict_first")]
 
 
 LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
