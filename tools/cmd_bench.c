@@ -4,10 +4,11 @@
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
  * clusters of two where the tiles pair up and in single blocks, and pairs of blocks splitting K) and
  * reports the best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices,
- * --stages, --load, --cluster, --split-k) stay fixed; --sweep --list --arch prints them, no GPU needed. A swept config is first probed with one call per layer; one slower than
- * SWEEP_PRUNE x the best so far is reported as "pruned" with that probe's time and not timed fully
- * (at M = 16384 a full timing of a small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
- * synchronization inside a batch). */
+ * --stages, --load, --cluster, --split-k) stay fixed; --sweep --list --arch prints them, no GPU needed.
+ * A swept config is first probed with one call per layer; one slower than SWEEP_PRUNE x the best so far
+ * is reported as "pruned" with that probe's time and not timed fully (at M = 16384 a full timing of a
+ * small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call
+ * (issue to return, no synchronization inside a batch). */
 #include "tools/cli.h"
 
 #include <stdlib.h>
@@ -139,11 +140,11 @@ static int config_legal(bench *b, wb_config *cfg)
     return s == WB_OK;
 }
 
-/* Every legal config a sweep tries, in order, each passed to visit (which returns nonzero to stop):
+/* Every legal config a sweep tries, in order, each passed to visit:
  * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
  * takes it, TMA in single blocks) and, on wgmma, pairs of blocks splitting K (--split-k 2) beside
  * each of the first two. Choices given on the command line stay fixed. */
-static int sweep_each(bench *b, int (*visit)(bench *, const wb_config *, void *), void *ctx)
+static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
                      wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
@@ -191,13 +192,10 @@ static int sweep_each(bench *b, int (*visit)(bench *, const wb_config *, void *)
                     if (!config_legal(b, &cfg))
                         continue;
                     tried++;
-                    int rc = visit(b, &cfg, ctx);
-                    if (rc)
-                        return rc < 0 ? 0 : rc;
+                    visit(b, &cfg, ctx);
                 }
     if (!tried)
         fprintf(stderr, "warble: bench: no legal config to sweep at m=%lld\n", (long long)b->m);
-    return 0;
 }
 
 typedef struct sweep_best {
@@ -206,22 +204,21 @@ typedef struct sweep_best {
 } sweep_best;
 
 /* A swept config on the GPU: probed, then (unless slower than SWEEP_PRUNE x the best) timed. */
-static int sweep_time(bench *b, const wb_config *cfg, void *ctx)
+static void sweep_time(bench *b, const wb_config *cfg, void *ctx)
 {
     sweep_best *best = ctx;
     double us;
     if (set_config(b, cfg) != 0 || probe_one(b, &us) != 0)
-        return 0;
+        return;
     if (us > SWEEP_PRUNE * best->us) {
         report(b, cfg, us, "pruned");
-        return 0;
+        return;
     }
     if (time_one(b, &us) != 0)
-        return 0;
+        return;
     report(b, cfg, us, "sweep");
     if (us < best->us)
         best->us = us, best->cfg = *cfg;
-    return 0;
 }
 
 static int sweep(bench *b, const wb_config *best_default, double default_us)
@@ -233,13 +230,12 @@ static int sweep(bench *b, const wb_config *best_default, double default_us)
 }
 
 /* --sweep --list: the configs a sweep would time, one a line (no GPU: --arch names the target) */
-static int sweep_print(bench *b, const wb_config *cfg, void *ctx)
+static void sweep_print(bench *b, const wb_config *cfg, void *ctx)
 {
     (void)ctx;
     char cs[160];
     wb_config_print(cfg, cs, sizeof cs);
     printf("m=%lld n=%lld k=%lld %s\n", (long long)b->m, (long long)b->args->n, (long long)b->args->k, cs);
-    return 0;
 }
 
 static int sweep_list(bench *b)
