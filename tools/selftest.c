@@ -810,10 +810,9 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         if (quantized_acts(&f) && quantize_random_acts(&h, &rng) != 0)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = case_forced(pc);
+        int forces = pc->invariant || pc->tma || pc->slices || pc->split || pc->evict;
         if (!why[0] &&
-            run_gpu(t, &h, twice, invariant_m, pc->invariant || pc->tma || pc->slices || pc->split || pc->evict ? &forced : NULL, sha, cfg, sha2,
-                    cfg2, why,
-                    sizeof why) == 0 &&
+            run_gpu(t, &h, twice, invariant_m, forces ? &forced : NULL, sha, cfg, sha2, cfg2, why, sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
             double tol = tolerance(&f);
             if (bad)
@@ -973,8 +972,8 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) || (rc = plan_split(&p, quick, arch)) || (rc = plan_evict(&p, quick)) ||
-        (rc = plan_w8a8(&p, quick, arch)))
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
+        (rc = plan_split(&p, quick, arch)) || (rc = plan_evict(&p, quick)) || (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;
