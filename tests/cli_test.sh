@@ -313,8 +313,10 @@ if expect 0 "ptx --evict-first" "" -- $W ptx w4a16 --arch sm_90a --m 1 --evict-f
     [ "$(grep -c 'createpolicy.fractional.L2::evict_first.b64' "$tmp/out")" -eq 1 ] || fail "--evict-first: not one createpolicy"
     grep -q 'cp.async.cg.shared.global.L2::cache_hint' "$tmp/out" || fail "--evict-first: no hinted copy"
 fi
-expect 0 "check --evict-first sm_80" " ok" -- $W check w4a16 --arch sm_80 --m 16 --n 4096 --k 4096 --evict-first
-expect 0 "check --evict-first sm_120a" " ok" -- $W check w4a16 --arch sm_120a --m 1 --n 4096 --k 4096 --evict-first
+for arch in sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a; do # ptxas takes the hint on every cp.async target
+    expect 0 "check --evict-first $arch" " ok" -- $W check w4a16 --arch $arch --m 16 --n 4096 --k 4096 --evict-first
+done
+expect 0 "check --evict-first wgmma" " ok" -- $W check w4a16 --arch sm_90a --m 256 --n 4096 --k 4096 --evict-first
 expect 2 "--evict-first on sm_75" "built for cp.async" -- $W ptx w4a16 --arch sm_75 --m 1 --evict-first
 expect 2 "--evict-first with TMA" "built for cp.async" -- $W ptx w4a16 --arch sm_90a --m 4096 --load tma --evict-first
 expect 2 "--split-k odd K" "needs K a multiple of" -- $W ptx w4a16 --arch sm_90a --m 256 --n 4096 --k 4224 --split-k 2
