@@ -4,7 +4,8 @@
 # two rounds with the builds interleaved case by case.
 #   BASE=DIR [CASES=...] bench/ab_build.sh    DIR: a source tree of the other build (built here with make if it
 #                                 has no build/warble); JSON lines in $OUT/ab_build.jsonl, each line
-#                                 tagged with "build": "base" or "this"
+#                                 tagged with "build": "base" or "this"; a summary per case on stdout
+#                                 (bench/ab_summary.py)
 set -uo pipefail
 OUT=${OUT:-/tmp/warble-out}
 mkdir -p "$OUT"
@@ -30,14 +31,4 @@ for round in 1 2; do
     done
   done
 done
-python3 - "$OUT/ab_build.jsonl" <<'PY'
-import json, sys, statistics as st
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r["spec"][:40], r["m"], r["n"], r["k"]), {}).setdefault(r["build"], []).append((r["us"], r["config"]))
-for key, v in by.items():
-    if "base" in v and "this" in v:
-        b, t = st.median(u for u, _ in v["base"]), st.median(u for u, _ in v["this"])
-        print(key, "base %.2f us (%s), this %.2f us (%s), base/this %.3f" % (b, v["base"][0][1], t, v["this"][0][1], b / t))
-PY
+python3 bench/ab_summary.py "$OUT/ab_build.jsonl" build

@@ -20,13 +20,4 @@ for round in $(seq "${ROUNDS:-3}"); do
     done
   done
 done
-python3 - "$OUT/ab_flags.jsonl" <<'PY'
-import json, sys, statistics as st
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r["m"], r["n"], r["k"]), {}).setdefault(r["variant"], []).append((r["us"], r["config"]))
-for key, v in by.items():
-    print("m=%d n=%d k=%d" % key, "; ".join("%s: median %.2f us of [%s] (%s)" % (
-        var, st.median(u for u, _ in x), ", ".join("%.2f" % u for u, _ in x), x[0][1]) for var, x in v.items()))
-PY
+python3 bench/ab_summary.py "$OUT/ab_flags.jsonl" variant
