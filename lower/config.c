@@ -102,13 +102,13 @@ static void split_tile(const wb_target *t, const wb_format *f, int64_t m, int64_
  * 28672 x 4096, 1.7 waves, 106 us against 127 for 128 x 128 tiles, H100 sweep 2026-12-06), or, for
  * 16-bit activations, one wave of them for more than half the SMs, where 128 x 128 tiles take two
  * (W4A16, 128 blocks, H100: 185 against 204 us at M = 1024 on 4096 x 14336, 107 against 117 at
- * M = 512 on 8192 x 8192), else, for
- * 16-bit activations, 128 x 128 (two consumer warpgroups) where they give half the SMs a block or more
- * (W4A16 on 6144 x 4096 at M = 256: 96 blocks in 27.4 us against 34.7 for 192 blocks of 128 x 64;
- * 4096 x 14336: 64 blocks in 84 us against 74 for 128 of 128 x 64), else the first preferred shape
- * with a block for nearly every SM, else the shape with the most blocks. Then the deepest pipeline
- * that fits beside the blocks an SM runs at once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the
- * same sweeps). */
+ * M = 512 on 8192 x 8192), else, for 16-bit activations, 128 x 128 (two consumer warpgroups) where
+ * they give half the SMs a block or more (W4A16 on 6144 x 4096 at M = 256: 96 blocks in 27.4 us
+ * against 34.7 for 192 blocks of 128 x 64; 4096 x 14336: 64 blocks in 84 us against 74 for 128 of
+ * 128 x 64), else the first preferred shape with a block for nearly every SM, else the shape with the
+ * most blocks; where 128 x 128 tiles leave over half the SMs idle, 16-bit activations split K over
+ * pairs instead (split_tile). Then the deepest pipeline that fits beside the blocks an SM runs at
+ * once, up to 8 stages (6 to 8 beat 4 by 10 to 25% in the same sweeps). */
 static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int64_t n, int64_t k, wb_config *c)
 {
     /* The warp-specialized TMA pipeline (lower_tma.c) above M = 64 for W8A8 with per-channel and
