@@ -272,9 +272,10 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->mma = WB_MMA_WGMMA;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
-    /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M */
+    /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M, but for
+     * W4A8 with int4 weights at decode (M <= 16), whose mma.sync kernel widens both operands to f16 */
     int fp8_wgmma = wb_format_w8a8_fp8(f) && wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE &&
-                    wb_isa_get(arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE;
+                    wb_isa_get(arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE && !(wb_w4a8_f16(f, arch) && m <= 16);
     if (!c->mma)
         c->mma = fp8_wgmma || (!c->batch_invariant && (tma_wgmma || wants_wgmma(t, f, c, m, n, k))) ? WB_MMA_WGMMA
                                                                                               : WB_MMA_SYNC;

@@ -48,6 +48,8 @@ typedef struct lw {
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */
+    int f16_wide;                      /* W4A8 with fp8 activations on the f16 mma.sync (wb_w4a8_f16): both
+                                          operands widened to f16 pairs (w4_f8 is then 0) */
     int a4;                            /* W4A4 (wb_format_w4a4): s4 activations, two codes to a byte */
     int afp4;                          /* fp4 activations (wb_format_fp4_acts): e2m1 codes two to a byte,
                                           dequantized in registers (lower_act4.c) */
@@ -284,6 +286,10 @@ void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
 /* s8 x s8 on tcgen05 kind::f16: a word of four s8 codes -> two f16 pairs, exactly (k: the constants) */
 void wb_widen_s8_f16_consts(lw *L, wb_reg k[3]);
 void wb_widen_s8_f16(lw *L, wb_reg word, const wb_reg k[3], wb_reg out[2]);
+/* W4A8 with fp8 activations on the f16 MMA (wb_w4a8_f16): a slice's int4 words -> 16 f16 A registers,
+ * its 8-bit activation registers -> f16 B registers, paired alike */
+void wb_widen_int4_f16(lw *L, const wb_reg *q, wb_reg *a);
+void wb_widen_fp8_f16(lw *L, const wb_reg *b8, wb_reg *b);
 wb_reg *wb_gemm_new_wide(lw *L);
 void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
 wb_reg wb_gemm_tensor_scale(lw *L);

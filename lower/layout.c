@@ -2,11 +2,19 @@
 #include "lower/layout.h"
 #include "dsl/tile.h"
 #include "lower/isa.h"
+#include "lower/target.h"
 
 int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch)
 {
     return cfg->mma == WB_MMA_TCGEN05 && wb_format_w8a8(f) && !wb_format_w8a8_fp8(f) &&
            wb_isa_get(arch, WB_ISA_TC05_I8) != WB_ISA_NATIVE;
+}
+
+int wb_w4a8_f16(const wb_format *f, wb_arch arch)
+{
+    return wb_format_w8a8_fp8(f) && f->w.kind == WB_KIND_INT && f->w.bits == 4 &&
+           wb_isa_get(arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE && wb_isa_get(arch, WB_ISA_WGMMA_FP8) == WB_ISA_NATIVE &&
+           (wb_target_get(arch)->features & WB_FEAT_CVT_FP8);
 }
 
 void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_layout *L)

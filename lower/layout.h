@@ -62,6 +62,11 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
 /* s8 W8A8 (a=s8, w=int8 or int4) on tcgen05 where the target has no tcgen05.mma kind::i8: both operands
  * are widened exactly to f16 and multiplied by kind::f16 with f32 sums (lower_tcgen05.c) */
 int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch);
+/* W4A8 with fp8 activations (e4m3, e5m2) and int4 weights where the target's fp8 mma.sync is only
+ * emulated and its fp8 wgmma native (sm_90a): on mma.sync both operands are widened exactly to f16
+ * pairs in registers and multiplied by f16 m16n8k16 MMAs with f32 sums (lower_widen.c); the weights
+ * keep their W8A8 packing, the activations their 8-bit tile */
+int wb_w4a8_f16(const wb_format *f, wb_arch arch);
 /* The most 16-byte copies one thread makes of one tile (activations, codes or scales) per stage. */
 int wb_layout_copy_slots(const wb_layout *L);
 /* k64 slices a warp takes from a stage: k_slices, at least 1. */

@@ -167,7 +167,8 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status s = legalize_format(f, t, c->mma == WB_MMA_TCGEN05);
     if (s)
         return s;
-    if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_SYNC && wb_isa_get(t->arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE)
+    if (wb_format_w8a8_fp8(f) && c->mma == WB_MMA_SYNC && wb_isa_get(t->arch, WB_ISA_MMA_FP8) != WB_ISA_NATIVE &&
+        !wb_w4a8_f16(f, t->arch))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s is only emulated on %s (f16 MMAs and conversions): its fp8 kernel is "
                                            "wgmma (--mma wgmma, the default there)", wb_isa_name(WB_ISA_MMA_FP8),
                        t->name);

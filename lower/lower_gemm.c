@@ -943,6 +943,27 @@ static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_
     }
 }
 
+/* W4A8 with fp8 activations on the f16 MMA (wb_w4a8_f16): c (f32) += the slice's int4 words q x its
+ * 8-bit activation registers b8, both widened to f16 pairs (lower_widen.c), over four m16n8k16 steps. */
+static void mma_f16_wide_steps(lw *L, wb_reg *c, const wb_reg *q, const wb_reg *b8)
+{
+    char an[8];
+    wb_reg *a = wb_arena_alloc(L->f->arena, 16 * sizeof *a);
+    wb_reg *b = wb_arena_alloc(L->f->arena, (size_t)L->cfg->m_tiles * 8 * sizeof *b);
+    if (!a || !b) {
+        L->f->oom = 1;
+        return;
+    }
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text(wb_arena_printf(L->f->arena, "mma rule: w=int4 x a=%s -> f32 on mma.sync m16n8k16 f16, both "
+                                                 "widened to f16 exactly (%s is only emulated on %s; its fp8 "
+                                                 "wgmma is the kernel above M = 16)",
+                                    wb_type_name(L->fmt->a, an), wb_isa_name(WB_ISA_MMA_FP8), L->t->name)));
+    wb_widen_int4_f16(L, q, a);
+    wb_widen_fp8_f16(L, b8, b);
+    mma_steps_in(L, c, a, b, (wb_reg){-1}, 0, 4);
+}
+
 /* d = a x b over the slice's four k16 steps (mma.sync or wgmma). */
 static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero)
 {
@@ -957,7 +978,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
     if (c && a && b && L->pp) /* loaded (and widened) while the other half's group ran */
         a = L->abuf[L->half];
-    else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w) && !L->a4) {
+    else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w) && !L->a4 && !L->f16_wide) {
         wb_reg *q = a;
         if ((a = wb_gemm_new_wide(L)))
             wb_gemm_widen4(L, q, a);
@@ -976,12 +997,16 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         for (int i = 0; i < nacc; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
         wb_gemm_slice_scales(L, L->kt, s2, (wb_reg){-1});
-        if (L->a8_float)
+        if (L->f16_wide)
+            mma_f16_wide_steps(L, part, a, b);
+        else if (L->a8_float)
             mma_fp8_steps(L, part, a, b);
         else
             mma_int_steps(L, part, a, b);
         wb_gemm_scale_part(L, c, part, s2);
-    } else if (c && a && b && L->w8a8 && L->a8_float)
+    } else if (c && a && b && L->f16_wide)
+        mma_f16_wide_steps(L, c, a, b);
+    else if (c && a && b && L->w8a8 && L->a8_float)
         mma_fp8_steps(L, c, a, b);
     else if (c && a && b && L->w8a8)
         mma_int_steps(L, c, a, b);
@@ -1244,11 +1269,12 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.T = wb_format_compute(&k->fmt).kind == WB_KIND_BF16 ? "bf16" : "f16";
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
-    L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w);
+    L.f16_wide = k->cfg.mma == WB_MMA_SYNC && wb_w4a8_f16(&k->fmt, t->arch);
+    L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w) && !L.f16_wide;
     L.a4 = wb_format_w4a4(&k->fmt);
     L.bs = k->block_scale;
     L.afp4 = wb_format_fp4_acts(&k->fmt) && !L.bs;
-    L.w4_factor = L.w8a8 ? wb_widen_factor(&k->fmt) : 1.0f;
+    L.w4_factor = L.w8a8 && !L.f16_wide ? wb_widen_factor(&k->fmt) : 1.0f;
     L.grouped = L.w8a8 && (k->fmt.g > 0 || k->fmt.ag > 0);
     L.wg = k->cfg.mma == WB_MMA_WGMMA;
     L.tc = k->cfg.mma == WB_MMA_TCGEN05;

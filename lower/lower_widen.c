@@ -153,3 +153,51 @@ void wb_widen_s8_f16(lw *L, wb_reg word, const wb_reg k[3], wb_reg out[2])
         wb_emit(L->f, WB_OP_FMA_X2, "f16x2", 4, wb_r(out[h]), wb_r(p), wb_r(k[1]), wb_r(k[2]));
     }
 }
+
+/* W4A8 with fp8 activations on the f16 MMA (wb_w4a8_f16): a slice's 4 packed words q of int4 codes
+ * become the 16 f16 A registers of its four m16n8k16 steps, exactly. Word j holds the s8 registers of
+ * k32 step j / 2, half (j & 1) of its k32 (the low nibbles row gid, the high ones row gid + 8), bytes
+ * 0..3 being k 4 tig + 0..3 of it; that is k16 step j of the slice, whose k-index pairs (2 tig, 2 tig
+ * + 1) and (2 tig + 8, 2 tig + 9) take bytes (0, 1) and (2, 3). wb_widen_fp8_f16 pairs the
+ * activations the same way, so each step's dot product is unchanged. prmt spreads bytes (0, 1) and
+ * (2, 3) to the two halves, one lop3 per half takes a nibble, flips its sign bit and sets the f16
+ * exponent of 1024 ((a & b) ^ c: 1024 + n + 8 low, 1024 + 16 (n + 8) high), one fma per pair takes the
+ * bias away (low: - 1032; high: x / 16 - 72): 10 instructions a word. a[step * 4 + reg] as
+ * mma_steps_in reads it. */
+void wb_widen_int4_f16(lw *L, const wb_reg *q, wb_reg *a)
+{
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+            wb_text("dequant rule: int4 (W8A8 packing) -> f16 pairs: prmt bytes to halves, lop3 (nibble ^ 8) "
+                    "under the exponent of 1024, fma takes 1032 away (high nibbles: x/16 - 72); exact"));
+    wb_reg one = mov(L, "b32", WB_RC_B32, wb_hex(0x3C003C00u)), lo_bias = mov(L, "b32", WB_RC_B32, wb_hex(0xE408E408u));
+    wb_reg sixteenth = mov(L, "b32", WB_RC_B32, wb_hex(0x2C002C00u)), hi_bias = mov(L, "b32", WB_RC_B32, wb_hex(0xD480D480u));
+    for (int j = 0; j < 4; j++)
+        for (int pair = 0; pair < 2; pair++) { /* bytes (0, 1), then (2, 3) */
+            wb_reg p = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_PRMT, NULL, 4, wb_r(p), wb_r(q[j]), wb_imm(0), wb_hex(pair ? 0x4342u : 0x4140u));
+            for (int row = 0; row < 2; row++) { /* the low nibbles: row gid; the high ones: gid + 8 */
+                wb_reg x = wb_new_reg(L->f, WB_RC_B32);
+                wb_emit(L->f, WB_OP_LOP3, NULL, 5, wb_r(x), wb_r(p), wb_hex(row ? 0x00F000F0u : 0x000F000Fu),
+                        wb_hex(row ? 0x64806480u : 0x64086408u), wb_hex(0x6A)); /* (a & b) ^ c */
+                wb_reg d = a[j * 4 + pair * 2 + row] = wb_new_reg(L->f, WB_RC_B32);
+                wb_emit(L->f, WB_OP_FMA_X2, "f16x2", 4, wb_r(d), wb_r(x), wb_r(row ? sixteenth : one),
+                        wb_r(row ? hi_bias : lo_bias));
+            }
+        }
+}
+
+/* The activations' 8-bit B registers of a slice (b8[mt * 4 + c]: k 4 tig + 0..3 of k16 step c in the
+ * pairing above) -> their f16 pairs b[(mt * 4 + c) * 2 + h], bytes (0, 1) then (2, 3), by the
+ * hardware conversion (exact: every finite e4m3 and e5m2 value is an f16). */
+void wb_widen_fp8_f16(lw *L, const wb_reg *b8, wb_reg *b)
+{
+    const char *cv = L->fmt->a.ebits == 4 ? "rn.f16x2.e4m3x2" : "rn.f16x2.e5m2x2";
+    for (int i = 0; i < L->cfg->m_tiles * 4; i++) {
+        wb_reg h[2] = {wb_new_reg(L->f, WB_RC_B16), wb_new_reg(L->f, WB_RC_B16)};
+        wb_emit(L->f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(b8[i]));
+        for (int half = 0; half < 2; half++) {
+            b[i * 2 + half] = wb_new_reg(L->f, WB_RC_B32);
+            wb_emit(L->f, WB_OP_CVT, cv, 2, wb_r(b[i * 2 + half]), wb_r(h[half]));
+        }
+    }
+}

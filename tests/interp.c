@@ -734,8 +734,9 @@ static uint64_t cvt(const char *ty, uint64_t v)
             r = nextafterf(r, 0.0f);
         return from_f32(r);
     }
-    if (strcmp(ty, "rn.f16x2.e4m3x2") == 0) { /* the low byte to the low half, exactly */
-        wb_type t = fp8_type("e4m3.e4m3", 0);
+    if (strcmp(ty, "rn.f16x2.e4m3x2") == 0 || strcmp(ty, "rn.f16x2.e5m2x2") == 0) { /* the low byte to the low
+                                                                                        half, exactly */
+        wb_type t = fp8_type(ty[10] == '4' ? "e4m3.e4m3" : "e5m2.e5m2", 0);
         return wb_f16_from_double(wb_type_decode(t, (uint32_t)(v & 0xFF))) |
                (uint64_t)wb_f16_from_double(wb_type_decode(t, (uint32_t)(v >> 8 & 0xFF))) << 16;
     }

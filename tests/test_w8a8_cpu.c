@@ -455,6 +455,15 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
     run_case("a=e5m2,w=int4,ws=f32,g=256,out=f16", WB_ARCH_SM89, 7, 128, 2048,
              (wb_config){.m_tiles = 1, .warps_n = 1, .warps_k = 16, .stages = 2});
     run_case("a=e5m2,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 37, 128, 512, (wb_config){0});
+    /* sm_90a at decode: mma.sync with both operands widened to f16 (the fp8 mma.sync is only emulated
+     * there); groups, per channel, e5m2, split K, two m-tiles */
+    static const int64_t dec[] = {1, 5, 16};
+    for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++) {
+        run_case("w4a8-fp8", WB_ARCH_SM90A, dec[i], 256, 1024, (wb_config){.mma = WB_MMA_SYNC});
+        run_case("a=e5m2,w=int4,ws=f32,g=0,out=f16,bias=1", WB_ARCH_SM90A, dec[i], 128, 512, (wb_config){0});
+    }
+    run_case("a=e4m3,w=int4,ws=f32,g=256", WB_ARCH_SM90A, 9, 128, 2048,
+             (wb_config){.m_tiles = 2, .warps_n = 1, .warps_k = 8, .stages = 3});
 }
 END_TEST
 
