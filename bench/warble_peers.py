@@ -29,7 +29,7 @@ class HostWeights(C.Structure):
 class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel writes them all)
     _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma",
                                        "batch_invariant", "k_slices", "persistent", "cluster",
-                                       "split_k", "evict_first")]
+                                       "split_k")]
 
 
 LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
@@ -136,14 +136,14 @@ def weight_bytes(lib, keys, n, k):
     return n * k * w.bits // 8 + (nscales + nz) * lib.wb_type_file_bytes(ws)
 
 
-def bench_warble(lib, gpu, spec, n, k, ms, load="auto", evict_first=False):
+def bench_warble(lib, gpu, spec, n, k, ms, load="auto"):
     fmt, keys = canonical(lib, spec)
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
-    if load != "auto" or evict_first:  # a load: wgmma with it at every M; the L2 policy; the rest the heuristic's
-        forced = Config(load=LOADS[load], mma=2 if load != "auto" else 0, persistent=int(load == "tma-persistent"),
-                        cluster=2 if load == "tma-cluster" else 0, evict_first=int(evict_first))
+    if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
+        forced = Config(load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
+                        cluster=2 if load == "tma-cluster" else 0)
         for layer in layers:
             check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")
     # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
@@ -197,8 +197,6 @@ def main():
                     help="force the wgmma kernel with this load path (tma: the warp-specialized pipeline; "
                          "tma-persistent: the same with one block per SM walking the tiles; tma-cluster: in clusters of two "
                          "blocks sharing the activation tile)")
-    ap.add_argument("--evict-first", action="store_true",
-                    help="the weights copied with an L2 evict-first policy (cp.async loads; warble's --evict-first)")
     ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
                     help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
                          "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
@@ -216,7 +214,7 @@ def main():
     for shape in args.shapes.split(","):
         n, k = (int(x) for x in shape.split("x"))
         for spec in args.spec.split(";"):
-            bench_warble(lib, gpu, spec, n, k, ms, args.load, args.evict_first)
+            bench_warble(lib, gpu, spec, n, k, ms, args.load)
         if not args.no_torch:
             if args.peer == "int8":
                 tp.safe(tp.bench_int8, n, k, ms)

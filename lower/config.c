@@ -119,8 +119,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * Grouped W8A8 was not measured; fp4 activations are converted by the consumers from a cp.async
      * tile. Decode (M <= 64) splits K, which it does not. */
     int tma_w8a8 = wb_format_w8a8(f) && !f->g && !f->ag, tma_a16 = f->a.bits == 16;
-    int tma = (tma_w8a8 || tma_a16) && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 && c->k_slices <= 1 &&
-              !c->evict_first; /* (the L2 policy is built for cp.async) */
+    int tma = (tma_w8a8 || tma_a16) && m > 64 && (t->features & WB_FEAT_TMA) && c->warps_k <= 1 && c->k_slices <= 1;
     int load_asked = c->load != 0;
     if (!c->load)
         c->load = tma ? WB_LOAD_TMA : WB_LOAD_CP_ASYNC;
@@ -436,7 +435,7 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
            a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1) &&
-           (a->split_k > 1) == (b->split_k > 1) && a->evict_first == b->evict_first;
+           (a->split_k > 1) == (b->split_k > 1);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -444,11 +443,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
     char ks[16] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
                     c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "",
-                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "",
-                    c->evict_first ? ",evict_first=1" : "");
+                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,

@@ -79,7 +79,6 @@ typedef struct lw {
     int ksplit;                        /* cfg.split_k 2: a pair of blocks on one output tile, each taking half
                                           of K, summed through distributed shared memory (wb_gemm_split_sum) */
     wb_reg crank, peer;                /* cluster, ksplit: this block's rank in its pair, the other's */
-    wb_reg wpolicy;                    /* evict_first: the L2 policy of the weights' copies; else -1 */
     wb_reg kofs;                       /* ksplit with TMA loads: the first activation column of this block's
                                           half of K (-1: none) */
     wb_reg tile, ntiles, kbase;        /* persist: the block's tile (raster order), the tile count, the

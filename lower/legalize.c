@@ -213,11 +213,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     if (c->cluster == 2 && c->m_tiles % 2) /* each block copies half the activation tile: whole 8-row swizzle atoms */
         return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 needs an even m_tiles (each block of the pair copies half of "
                                            "the activation tile's %d rows; got m_tiles %d)", 8 * c->m_tiles, c->m_tiles);
-    if (c->evict_first != 0 && c->evict_first != 1)
-        return wb_fail(WB_ERR_UNSUPPORTED, "evict_first must be 0 or 1 (got %d)", c->evict_first);
-    if (c->evict_first && c->load != WB_LOAD_CP_ASYNC)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--evict-first is built for cp.async loads (sm_80 and newer) in this "
-                                           "build (got --load %s)", wb_load_name(c->load));
     if (c->split_k < 0 || c->split_k > 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k must be 1 or 2 (got %d)", c->split_k);
     if (c->split_k == 2 && (c->mma != WB_MMA_WGMMA || c->persistent || c->cluster == 2))

@@ -173,11 +173,6 @@ static void lower_setup(lw *L)
     L->nkt = divi(L, L->kdim, L->lay.bk);
     L->ngroups = L->fmt->g ? divi(L, L->kdim, L->fmt->g) : mov(L, "u32", WB_RC_B32, wb_imm(1));
     L->kofs = (wb_reg){-1};
-    L->wpolicy = (wb_reg){-1};
-    if (L->cfg->evict_first) {
-        L->wpolicy = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_POLICY_EVICT_FIRST, NULL, 1, wb_r(L->wpolicy));
-    }
     if (L->ksplit)
         split_half(L);
     L->smem = wb_new_reg(L->f, WB_RC_B32);
@@ -287,15 +282,11 @@ static void slot_s(lw *L, wb_reg id, slot *sl)
     sl->dst = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(L->smem)), L->lay.s_off);
 }
 
-/* Copy 16 bytes: cp.async (with the L2 policy `hint` where it is one), or a plain load and a shared
- * store (no cp.async on the target). */
-static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred, wb_reg hint)
+/* Copy 16 bytes: cp.async, or a plain load and a shared store (no cp.async on the target). */
+static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred)
 {
     if (async_copies(L)) {
-        if (hint.id >= 0)
-            wb_emit(L->f, WB_OP_CP_ASYNC_HINT, NULL, 3, wb_r(dst), wb_r(src), wb_r(hint));
-        else
-            wb_emit(L->f, WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
+        wb_emit(L->f, WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
         if (pred.id >= 0)
             wb_guard_last(L->f, pred, 0);
         return;
@@ -311,12 +302,12 @@ static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred, wb_reg hint)
         wb_guard_last(L->f, pred, 0);
 }
 
-static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff, wb_reg hint)
+static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
 {
     for (int i = 0; i < p->n; i++) {
         const slot *sl = &p->s[i];
         wb_reg src = koff.id >= 0 ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sl->src), wb_r(koff)) : sl->src;
-        copy16(L, add(L, sl->dst, stage_off), src, sl->pred, hint);
+        copy16(L, add(L, sl->dst, stage_off), src, sl->pred);
     }
 }
 
@@ -334,12 +325,11 @@ static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
     if (parts & COPY_ACTS) {
         int copied_bits = L->lay.q_row ? L->fmt->a.bits : L->lay.a_bits; /* fp4: the codes, not the 16-bit tile */
         wb_reg akoff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(L->lay.bk * copied_bits / 8));
-        issue_plan(L, &L->pa, stage_off, akoff, (wb_reg){-1});
+        issue_plan(L, &L->pa, stage_off, akoff);
     }
     if (!(parts & COPY_WEIGHTS))
         return;
-    issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)),
-               L->wpolicy);
+    issue_plan(L, &L->pw, stage_off, op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(kt), wb_imm(wkn * L->lay.w_bytes)));
     for (int i = 0; i < L->ps.n; i++) {
         slot one = L->ps.s[i];
         wb_reg koff = {-1};
@@ -349,7 +339,7 @@ static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
             koff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes));
         }
         plan single = {1, {one}};
-        issue_plan(L, &single, stage_off, koff, L->wpolicy);
+        issue_plan(L, &single, stage_off, koff);
     }
 }
 

@@ -122,8 +122,6 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1 or 2 (got %d)", cfg->cluster);
     if (cfg && (cfg->split_k < 0 || cfg->split_k > 2))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: split_k must be 0, 1 or 2 (got %d)", cfg->split_k);
-    if (cfg && cfg->evict_first != 0 && cfg->evict_first != 1)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: evict_first must be 0 or 1 (got %d)", cfg->evict_first);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)

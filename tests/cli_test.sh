@@ -308,17 +308,6 @@ expect 0 "split-K default" "" -- $W ptx w4a16 --arch sm_90a --m 128 --n 8192 --k
 grep -q 'wn=8,.*load=tma,mma=wgmma,split_k=2$' "$tmp/out" || fail "M = 128 on 8192^2 not split: $(cat "$tmp/out")"
 expect 0 "--split-k 1" "" -- $W ptx w4a16 --arch sm_90a --m 128 --n 8192 --k 8192 --split-k 1 --hash
 grep -q 'split_k' "$tmp/out" && fail "--split-k 1 still split: $(cat "$tmp/out")"
-# --evict-first: the weights' copies with an L2 evict-first policy, cp.async targets only
-if expect 0 "ptx --evict-first" "" -- $W ptx w4a16 --arch sm_90a --m 1 --evict-first --plain; then
-    [ "$(grep -c 'createpolicy.fractional.L2::evict_first.b64' "$tmp/out")" -eq 1 ] || fail "--evict-first: not one createpolicy"
-    grep -q 'cp.async.cg.shared.global.L2::cache_hint' "$tmp/out" || fail "--evict-first: no hinted copy"
-fi
-for arch in sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a; do # ptxas takes the hint on every cp.async target
-    expect 0 "check --evict-first $arch" " ok" -- $W check w4a16 --arch $arch --m 16 --n 4096 --k 4096 --evict-first
-done
-expect 0 "check --evict-first wgmma" " ok" -- $W check w4a16 --arch sm_90a --m 256 --n 4096 --k 4096 --evict-first
-expect 2 "--evict-first on sm_75" "built for cp.async" -- $W ptx w4a16 --arch sm_75 --m 1 --evict-first
-expect 2 "--evict-first with TMA" "built for cp.async" -- $W ptx w4a16 --arch sm_90a --m 4096 --load tma --evict-first
 expect 2 "--split-k odd K" "needs K a multiple of" -- $W ptx w4a16 --arch sm_90a --m 256 --n 4096 --k 4224 --split-k 2
 expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_90a --m 300 --load tma --mma mma.sync
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
@@ -385,7 +374,7 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
                                     $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,1" ||
                                     $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4" ||
-                                    $5 == "--split-k,2" || $5 == "--evict-first"))) { bad = 1 }
+                                    $5 == "--split-k,2"))) { bad = 1 }
                  END { exit bad }' "$tmp/out" ||
         fail "selftest --list: lines are not spec TAB m TAB n TAB k [TAB choices]"
     grep -q "$(printf '\t')--batch-invariant\$" "$tmp/out" || fail "selftest --list has no batch-invariance case"

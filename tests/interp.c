@@ -1482,8 +1482,6 @@ static void run_thread(emu *e, int i)
             for (int j = 0; j < 4; j++)
                 store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 1);
             break;
-        case WB_OP_POLICY_EVICT_FIRST: *d = 0x1; break; /* an opaque policy: the model has no L2 */
-        case WB_OP_CP_ASYNC_HINT:
         case WB_OP_CP_ASYNC:
             memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
             shared_write(e, val(th, &o[0]), 16);

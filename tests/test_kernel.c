@@ -468,46 +468,6 @@ START_TEST(cluster_pairs)
 }
 END_TEST
 
-/* --evict-first: one createpolicy, the weight codes' and scales' cp.async copies with its L2 cache hint
- * and the activations' without, the copies otherwise those of the kernel without it (decode and wgmma's
- * cp.async loop; sm_80 to sm_120a); it asks for cp.async where the heuristic would take TMA, and is
- * refused on plain loads (sm_75) and with TMA asked for. */
-START_TEST(evict_first_hints)
-{
-    static const struct { const char *spec; wb_arch arch; int64_t m; } cases[] = {
-        {"w4a16", WB_ARCH_SM90A, 1}, {"w4a16-zp", WB_ARCH_SM90A, 16}, {"w4a16", WB_ARCH_SM90A, 256},
-        {"w4a16", WB_ARCH_SM80, 1}, {"fp8", WB_ARCH_SM89, 16}, {"w4a16", WB_ARCH_SM120A, 64},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wb_format f = fmt(cases[i].spec);
-        wb_config c = {.evict_first = 1}, plain = {0};
-        ck_assert_int_eq(wb_config_choose(&f, cases[i].arch, cases[i].m, 4096, 4096, &c), WB_OK);
-        plain = c, plain.evict_first = 0;
-        char *ptx = NULL, *ptx0 = NULL;
-        ck_assert_msg(wb_kernel_ptx(&f, cases[i].arch, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
-        ck_assert_int_eq(wb_kernel_ptx(&f, cases[i].arch, &plain, 0, &ptx0), WB_OK);
-        int hinted = count_of(ptx, "cp.async.cg.shared.global.L2::cache_hint ");
-        ck_assert_int_eq(count_of(ptx, "createpolicy.fractional.L2::evict_first.b64"), 1);
-        ck_assert_msg(hinted >= 2 && count_of(ptx, "cp.async.cg.shared.global [") >= 1, "%s: %d hinted",
-                      cases[i].spec, hinted); /* codes and scales hinted, activations not */
-        ck_assert_int_eq(count_of(ptx, "cp.async.cg.shared.global"), count_of(ptx0, "cp.async.cg.shared.global"));
-        ck_assert_int_eq(count_of(ptx0, "L2::cache_hint"), 0);
-        free(ptx);
-        free(ptx0);
-    }
-    wb_format f = fmt("w4a16");
-    wb_config c = {.evict_first = 1};
-    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
-    ck_assert(c.mma == WB_MMA_WGMMA && c.load == WB_LOAD_CP_ASYNC);
-    char *ptx = NULL;
-    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM75, (wb_config){.evict_first = 1}, &ptx), WB_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(wb_last_error(), "built for cp.async"));
-    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A, (wb_config){.evict_first = 1, .load = WB_LOAD_TMA}, &ptx),
-                     WB_ERR_UNSUPPORTED);
-    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM90A, (wb_config){.evict_first = 2}, &ptx), WB_ERR_UNSUPPORTED);
-}
-END_TEST
-
 /* --split-k 2: a pair of blocks (.reqnctapercluster 2, 1, 1) on each output tile, twice the blocks along
  * x, the same tile as without it; the second block's sums stored into the first's shared memory between
  * two cluster barriers; asking for it asks for wgmma; refused on mma.sync, with --persistent or
@@ -1175,7 +1135,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
@@ -1347,7 +1307,6 @@ int main(void)
     tcase_add_test(t, persistent_grid);
     tcase_add_test(t, cluster_pairs);
     tcase_add_test(t, split_k_pairs);
-    tcase_add_test(t, evict_first_hints);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

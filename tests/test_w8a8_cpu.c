@@ -844,21 +844,6 @@ START_TEST(split_k_matches_reference)
 }
 END_TEST
 
-/* --evict-first: the weights' copies carry an L2 policy (createpolicy, cp.async's L2::cache_hint), the
- * activations' do not; the kernels compute what they did: the decode kernel at M = 1 (k_slices 2) and
- * 16, zero points, 2-bit codes, wgmma's cp.async loop, against the float64 reference. */
-START_TEST(evict_first_matches_reference)
-{
-    static const struct { const char *spec; int64_t m; int mma; } cases[] = {
-        {"w4a16", 1, 0}, {"w4a16-zp", 16, 0}, {"a=f16,w=int2,g=128", 5, 0}, {"w4a16", 100, WB_MMA_WGMMA},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case_a16(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, 512,
-                     (wb_config){.mma = cases[i].mma, .evict_first = 1});
-    run_case_a16("w4a16", WB_ARCH_SM80, 3, 128, 256, (wb_config){.evict_first = 1});
-}
-END_TEST
-
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
  * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
@@ -1299,10 +1284,6 @@ int main(void)
     tcase_set_timeout(sk, 600);
     tcase_add_test(sk, split_k_matches_reference);
     suite_add_tcase(s, sk);
-    TCase *ev = tcase_create("evict_first"); /* CK_RUN_CASE=evict_first */
-    tcase_set_timeout(ev, 600);
-    tcase_add_test(ev, evict_first_matches_reference);
-    suite_add_tcase(s, ev);
     TCase *cl = tcase_create("cluster"); /* CK_RUN_CASE=cluster: the interpreter's thread block clusters */
     tcase_set_timeout(cl, 600);
     tcase_add_test(cl, cluster_multicast_kernel);

@@ -1,8 +1,7 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
  * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
- * (c) the weight catalog, batch invariance, TMA loads, k_slices 4, split K and the weights' L2 evict-first
- * policy; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
+ * (c) the weight catalog, batch invariance, TMA loads, k_slices 4 and split K; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
  * on the targets this build runs it on) through wb_layer_gemm_q, with activations quantized by
  * wb_reference_quantize_acts. The plan is the same on every target except for the cases of (e) that a
  * target cannot build (fp8): `--list` without `--arch` prints the cases common to every target.
@@ -34,7 +33,6 @@ typedef struct plan_case {
                     * clusters of two blocks sharing the activation tile (--cluster 2) */
     int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
     int split;     /* forced: pairs of blocks each taking half of K (--split-k 2) */
-    int evict;     /* forced: the weights copied with an L2 evict-first policy (--evict-first) */
 } plan_case;
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -46,7 +44,6 @@ static const char *case_choices(const plan_case *c)
            : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
            : c->split   ? "--split-k,2"
-           : c->evict   ? "--evict-first"
                         : "";
 }
 
@@ -410,16 +407,6 @@ static int ledger_has(FILE *fp, const char *sha)
     return 0;
 }
 
-/* Part (c), with split K: --evict-first, forced: the decode kernels (M = 1, 16) and wgmma's cp.async
- * loop (M = 256), with zero points and 2-bit codes. */
-static int plan_evict(plan *p, int quick)
-{
-    static const char *const specs[] = {"w4a16", "w4a16-zp", "a=f16,w=int2,g=128"};
-    static const int64_t ms[] = {1, 16, 256};
-    return plan_forced(p, quick, -1, specs, sizeof specs / sizeof specs[0], sizeof specs / sizeof specs[0], ms,
-                       sizeof ms / sizeof ms[0], offsetof(plan_case, evict), (wb_config){0});
-}
-
 /* The choices a case forces (batch-invariant, TMA loads, k_slices 4); the rest the heuristic's. */
 static wb_config case_forced(const plan_case *pc)
 {
@@ -430,7 +417,6 @@ static wb_config case_forced(const plan_case *pc)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
     if (pc->split)
         c.split_k = 2;
-    c.evict_first = pc->evict;
     return c;
 }
 
@@ -810,7 +796,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         if (quantized_acts(&f) && quantize_random_acts(&h, &rng) != 0)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = case_forced(pc);
-        int forces = pc->invariant || pc->tma || pc->slices || pc->split || pc->evict;
+        int forces = pc->invariant || pc->tma || pc->slices || pc->split;
         if (!why[0] &&
             run_gpu(t, &h, twice, invariant_m, forces ? &forced : NULL, sha, cfg, sha2, cfg2, why, sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
@@ -841,7 +827,6 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
            pc->tma ? " (TMA loads)" :
            pc->slices ? " (k_slices 4)" :
            pc->split ? " (split K, pairs)" :
-           pc->evict ? " (weights L2 evict-first)" :
            twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
@@ -973,7 +958,7 @@ int cmd_selftest(int argc, char **argv)
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
         (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
-        (rc = plan_split(&p, quick, arch)) || (rc = plan_evict(&p, quick)) || (rc = plan_w8a8(&p, quick, arch)))
+        (rc = plan_split(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;

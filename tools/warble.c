@@ -44,8 +44,6 @@ static const char usage_text[] =
     "  --k-slices N        k64 slices each warp takes from a stage (1, 2, 4; mma.sync, 16-bit activations)\n"
     "  --batch-invariant   the same bits for a row whatever M is (mma.sync, split-K fixed by K)\n"
     "  --persistent        one block per SM walks the output tiles (--load tma; forced only)\n"
-    "  --evict-first       the weights copied with an L2 evict-first policy (cp.async loads, sm_80+;\n"
-    "                      forced only)\n"
     "  --cluster 1|2       2: blocks in pairs on neighbouring channel tiles, sharing the activation tile by\n"
     "                      TMA multicast (--load tma, even --m-tiles; the default there where the tiles\n"
     "                      pair up); 1: single blocks\n"
