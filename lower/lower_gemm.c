@@ -512,6 +512,9 @@ static void lower_kloop(lw *L)
             wb_wgmma_pp_setup(L);
         wb_wgmma_ahead_setup(L);
     }
+    /* grouped W8A8 on mma.sync: tile 0's slice factors here, each next tile's during this one (lower_mma) */
+    if (L->grouped && !L->wg && !L->tc && (L->sscale = wb_gemm_new_slice_scales(L)))
+        wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
     const char *head = wb_new_label(L->f, "kloop");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     L->loop_head = head;
@@ -979,14 +982,13 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         wb_wgmma_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its scales */
         int nacc = L->cfg->m_tiles * 4;
-        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), *s2 = wb_gemm_new_slice_scales(L);
+        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), *s2 = L->sscale;
         if (!part || !s2) {
             L->f->oom = 1;
             return;
         }
         for (int i = 0; i < nacc; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
-        wb_gemm_slice_scales(L, L->kt, s2, (wb_reg){-1});
         if (L->f16_wide)
             mma_f16_wide_steps(L, part, a, b);
         else if (L->a8_float)
@@ -994,6 +996,10 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         else
             mma_int_steps(L, part, a, b);
         wb_gemm_scale_part(L, c, part, s2);
+        /* the next tile's factors into the same registers, unless it is past K */
+        wb_reg next = addi(L, L->kt, 1), more = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(next), wb_r(L->nkt));
+        wb_gemm_slice_scales(L, next, s2, more);
     } else if (c && a && b && L->f16_wide)
         mma_f16_wide_steps(L, c, a, b);
     else if (c && a && b && L->w8a8 && L->a8_float)
