@@ -37,6 +37,8 @@
 #                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
 #                                       W4A16 at M = 256 and fp8 / W4A8-fp8 at M = 1, 16 beside torch, ncu of W4A8
+#   scripts/h200.sh w4a8                the pending kernels, W4A8-fp8 decode beside fp8 (four shapes, M = 1, 16),
+#                                       mma.sync (f16-widened) against wgmma at M = 1..64, mma.sync sweeps
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
@@ -210,6 +212,24 @@ if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 d
     --section WarpStateStats --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
     build/warble bench w4a8-fp8 --m 16 --n 8192 --k 8192 >"$LOGS/ncu-w4a8-fp8-m16.txt" 2>&1
   grep -E "Duration|long_scoreboard|Warp Cycles Per Issued" "$LOGS/ncu-w4a8-fp8-m16.txt"
+  exit 0
+fi
+if [ "$mode" = w4a8 ]; then # pending kernels; W4A8-fp8 decode on mma.sync (f16-widened) against wgmma; beside fp8; sweeps
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --spec "fp8;a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" --peer fp8 \
+    --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/w4a8.jsonl" \
+    >"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
+  python3 bench/report.py "$LOGS/w4a8.jsonl" 2>&1 | tee "$LOGS/w4a8.md"
+  P="1 8192 8192||--mma wgmma|--mma mma.sync;16 8192 8192||--mma wgmma|--mma mma.sync"
+  P="$P;32 8192 8192||--mma wgmma|--mma mma.sync;64 8192 8192||--mma wgmma|--mma mma.sync"
+  P="$P;16 28672 4096||--mma wgmma|--mma mma.sync;64 28672 4096||--mma wgmma|--mma mma.sync"
+  OUT=$LOGS SPEC="a=e4m3,w=int4,ws=f32,g=0" ROUNDS=2 PAIRS=$P step 150 bash bench/ab_flags.sh
+  for m in 1 16; do
+    step 90 build/warble bench "a=e4m3,w=int4,ws=f32,g=0" --m $m --n 8192 --k 8192 --mma mma.sync --m-tiles $((m < 9 ? 1 : 2)) --sweep --json \
+      >"$LOGS/sweep-w4a8-m$m.jsonl" 2>"$LOGS/sweep-w4a8-m$m.err"; tail -2 "$LOGS/sweep-w4a8-m$m.err"
+  done
   exit 0
 fi
 if [ "$mode" = mid ]; then # M = 256 on the three suite shapes below torch there: every wgmma config (both load paths)
