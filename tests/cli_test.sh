@@ -62,6 +62,11 @@ expect 2 "fp8 mma.sync on sm_90a is refused as emulated" "mma.sync m16n8k32 e4m3
 if expect 0 "fp8 (W8A8) builds on sm_90a, on wgmma at every M" "" -- $W ptx fp8 --arch sm_90a --m 1 --n 256 --k 256; then
     grep -q 'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3' "$tmp/out" || fail "fp8 on sm_90a: no fp8 wgmma"
 fi
+if expect 0 "W4A8-fp8 at decode on sm_90a: mma.sync on f16, both operands widened" "" -- $W ptx w4a8-fp8 --arch sm_90a --m 1 --n 256 --k 256; then
+    grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$tmp/out" && grep -q 'cvt.rn.f16x2.e4m3x2' "$tmp/out" ||
+        fail "w4a8-fp8 at M = 1 on sm_90a: no f16 mma.sync with converted activations"
+fi
+expect 0 "W4A8-fp8 forced onto mma.sync above decode assembles" "ok" -- $W check w4a8-fp8 --arch sm_90a --m 64 --n 256 --k 256 --mma mma.sync
 expect 2 "fp8 on sm_100a names its native instruction" "only with --mma tcgen05: tcgen05.mma kind::f8f6f4 (its native fp8 MMA)" \
     -- $W ptx fp8 --arch sm_100a
 expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --arch sm_80
@@ -129,8 +134,8 @@ if expect 0 "fp8-block builds on sm_89" "" -- $W ptx fp8-block --arch sm_89 --m 
     grep -q 'p_ascale' "$tmp/out" || fail "fp8-block: no activation scales"
 fi
 expect 2 "fp8 with activation groups of 64 is refused" "group of a multiple of 128 along K" -- $W ptx fp8-block,ag=64 --arch sm_89
-if expect 0 "w4a8-fp8 builds on sm_90a, on wgmma" "" -- $W ptx w4a8-fp8 --arch sm_90a --m 1 --n 256 --k 1024; then
-    grep -q 'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3' "$tmp/out" || fail "w4a8-fp8: no wgmma e4m3"
+if expect 0 "w4a8-fp8 builds on sm_90a, on wgmma above M = 16" "" -- $W ptx w4a8-fp8 --arch sm_90a --m 32 --n 256 --k 1024; then
+    grep -q 'wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3' "$tmp/out" || fail "w4a8-fp8: no wgmma e4m3"
     grep -q 'int4 -> e4m3' "$tmp/out" || fail "w4a8-fp8: no widening rule in the annotation"
 fi
 if expect 0 "int8 (W8A8) builds on sm_90a, on mma.sync" "" -- $W ptx int8 --arch sm_90a --m 16 --n 256 --k 256; then

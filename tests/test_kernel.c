@@ -5,6 +5,7 @@
 
 #include "dsl/tile.h"
 #include "lower/isa.h"
+#include "lower/layout.h"
 #include "lower/target.h"
 #include "testutil.h"
 
@@ -870,6 +871,49 @@ START_TEST(fp8_wgmma)
 }
 END_TEST
 
+/* W4A8 with fp8 activations and int4 weights on sm_90a: at decode (M <= 16) mma.sync with both operands
+ * widened to f16 (the fp8 mma.sync is only emulated there), four f16 m16n8k16 MMAs a slice and m-tile,
+ * each 8-bit activation register converted in two halves; above M = 16 the fp8 wgmma kernel. e2m1
+ * weights stay on wgmma (forced mma.sync refused), and no other target takes this kernel. */
+START_TEST(w4a8_fp8_decode_on_f16)
+{
+    static const char *const specs[] = {"w4a8-fp8", "a=e5m2,w=int4,ws=f32,g=0,out=f16,bias=1"};
+    static const int64_t ms[] = {1, 5, 16, 17, 64};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++) {
+            wb_format f = fmt(specs[i]);
+            wb_config c = {0};
+            ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, ms[j], 8192, 8192, &c), WB_OK);
+            ck_assert_int_eq(c.mma, ms[j] <= 16 ? WB_MMA_SYNC : WB_MMA_WGMMA);
+            char *ptx = NULL;
+            ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+            if (ms[j] > 16) {
+                ck_assert_ptr_null(strstr(ptx, "mma.sync.aligned"));
+                free(ptx);
+                continue;
+            }
+            ck_assert_int_eq(count_of(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 4 * c.m_tiles);
+            ck_assert_int_eq(count_of(ptx, "mma.sync.aligned"), 4 * c.m_tiles);
+            ck_assert_int_eq(count_of(ptx, i ? "cvt.rn.f16x2.e5m2x2" : "cvt.rn.f16x2.e4m3x2"), 8 * c.m_tiles);
+            ck_assert_int_eq(count_of(ptx, "lop3.b32"), 16); /* 4 words: two pairs of two nibbles each */
+            ck_assert_ptr_null(strstr(ptx, "wgmma."));
+            ck_assert_ptr_null(strstr(ptx, "0x90909090")); /* no int4 -> e4m3 widening */
+            ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w=int4 x a="));
+            ck_assert_ptr_nonnull(strstr(ptx, "both widened to f16 exactly"));
+            free(ptx);
+        }
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("a=e4m3,w=e2m1,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_SYNC}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "mma.sync m16n8k32 e4m3/e5m2 is only emulated on sm_90a"));
+    wb_format f = fmt("w4a8-fp8");
+    ck_assert(wb_w4a8_f16(&f, WB_ARCH_SM90A));
+    ck_assert(!wb_w4a8_f16(&f, WB_ARCH_SM89) && !wb_w4a8_f16(&f, WB_ARCH_SM120A) && !wb_w4a8_f16(&f, WB_ARCH_SM100A));
+    wb_format s8 = fmt("w4a8-int8");
+    ck_assert(!wb_w4a8_f16(&s8, WB_ARCH_SM90A));
+}
+END_TEST
+
 START_TEST(fp8_w8a8_per_architecture)
 {
     static const char *const pairs[][2] = {{"e4m3", "e4m3"}, {"e4m3", "e5m2"}, {"e5m2", "e4m3"}, {"e5m2", "e5m2"}};
@@ -1310,6 +1354,7 @@ int main(void)
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);
+    tcase_add_test(t, w4a8_fp8_decode_on_f16);
     tcase_add_test(t, annotated_ptx_names_ops_and_rules);
     tcase_add_test(t, config_choice_and_shape_rules);
     tcase_add_test(t, instruction_table);
