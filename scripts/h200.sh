@@ -48,7 +48,8 @@
 #   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
-#                                       e2m1 at M = 1 with every warps_n (wide); JSON lines in
+#                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
+#                                       M = 1 and 16 (w4a8); JSON lines in
 #                                       $OUT/logs.tar.gz
 # Every step writes straight into $LOGS, line-buffered and under its own time limit.
 set -uo pipefail
@@ -88,7 +89,11 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   wide) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int5,g=128;a=f16,w=int6,g=128;a=f16,w=e2m1,ws=e8m0,g=32" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1" ;;
-  *) echo "sweep part: m1, m16, formats or wide"; exit 2 ;;
+  w4a8) for m in 1 16; do # W4A8-fp8 on the f16 mma.sync, per channel and in groups of 128, M = 1 and 16
+          OUT=$LOGS/$part/m$m step 250 bench/decode_sweep.sh "a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" \
+            8192x8192,28672x4096,4096x14336,6144x4096 "--m $m --mma mma.sync --m-tiles $((m < 9 ? 1 : 2))"
+        done ;;
+  *) echo "sweep part: m1, m16, formats, wide or w4a8"; exit 2 ;;
   esac | tee "$LOGS/sweep-$part.md"
   pack
   exit 0
