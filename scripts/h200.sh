@@ -45,7 +45,7 @@
 #                                       on 8192 x 8192 and 28672 x 4096 (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
-#   scripts/h200.sh sweep m1|m16|formats|wide  `warble bench --sweep` of the decode configs with
+#   scripts/h200.sh sweep m1|m16|formats|wide|w4a8  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
