@@ -244,6 +244,36 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
     }
 }
 
+/* W4A8-fp8 at decode on the f16 mma.sync (wb_w4a8_f16), from `warble bench --sweep` of its ~98 configs
+ * on the four suite shapes at M = 1 and 16, per channel and in groups of 128 (H100, docs/perf.md).
+ * Two m-tiles: two warps along N and K split up to 32 warps an SM (the 16-bit kernel's cap of 24
+ * cost 15% on 8192 x 8192). Stages: with group scales 3, the fastest or within 2% on 7 of 8 shapes
+ * (deeper ones lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile),
+ * the fewest that leave no room for a block beyond the SM's share of the grid: a third block of
+ * 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in 11.8. Forced
+ * fields stay. */
+static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
+                          int64_t k, wb_config *c)
+{
+    int64_t sms = t->sm_count_hint, mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+    if (c->m_tiles > 1 && !asked->warps_n && n % 32 == 0)
+        c->warps_n = 2;
+    int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + sms - 1) / sms;
+    if (c->m_tiles > 1 && !asked->warps_k) {
+        c->warps_k = 8;
+        while (c->warps_k > 1 && (k % (WB_KW * c->warps_k) || blocks * c->warps_n * c->warps_k > 32 * sms))
+            c->warps_k /= 2;
+    }
+    if (asked->stages)
+        return;
+    c->stages = 3;
+    for (wb_layout lay; !f->g && !f->ag && c->stages < 8; c->stages++) {
+        wb_layout_get(f, c, t->arch, &lay);
+        if (t->smem_max / (lay.smem + 1024) <= per_sm)
+            break;
+    }
+}
+
 /* The heuristic picks wgmma where the target has it, M > 64 and no forced field rules it out. Up to
  * M = 64 the split-K mma.sync kernel below was faster on 3 of the 4 suite shapes (H200, docs/perf.md):
  * wgmma's per-iteration barrier, copies and dequant outweigh an MMA of 32 or 64 tokens. */
@@ -392,6 +422,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         else
             break;
     }
+    if (decode && wb_w4a8_f16(f, arch))
+        tune_w4a8_f16(t, f, &asked, m, n, k, c);
     return WB_OK;
 }
 

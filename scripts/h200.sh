@@ -37,8 +37,9 @@
 #                                       clusters at M = 256 (three rounds), W4A16 at M = 128, 256 beside torch
 #   BASE=DIR scripts/h200.sh groups     the pending kernels, this build beside DIR's (W4A8 decode, W4A16 at M = 256),
 #                                       W4A16 at M = 256 and fp8 / W4A8-fp8 at M = 1, 16 beside torch, ncu of W4A8
-#   scripts/h200.sh w4a8                the pending kernels, W4A8-fp8 decode beside fp8 (four shapes, M = 1, 16),
-#                                       mma.sync (f16-widened) against wgmma at M = 1..64, mma.sync sweeps
+#   scripts/h200.sh w4a8 [peers]        the pending kernels, W4A8-fp8 decode beside fp8 (four shapes, M = 1, 16),
+#                                       then (not with peers) mma.sync (f16-widened) against wgmma at M = 1..64,
+#                                       mma.sync sweeps
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
@@ -227,6 +228,7 @@ if [ "$mode" = w4a8 ]; then # pending kernels; W4A8-fp8 decode on mma.sync (f16-
     --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/w4a8.jsonl" \
     >"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
   python3 bench/report.py "$LOGS/w4a8.jsonl" 2>&1 | tee "$LOGS/w4a8.md"
+  [ "$quick" = peers ] && exit 0
   P="1 8192 8192||--mma wgmma|--mma mma.sync;16 8192 8192||--mma wgmma|--mma mma.sync"
   P="$P;32 8192 8192||--mma wgmma|--mma mma.sync;64 8192 8192||--mma wgmma|--mma mma.sync"
   P="$P;16 28672 4096||--mma wgmma|--mma mma.sync;64 28672 4096||--mma wgmma|--mma mma.sync"

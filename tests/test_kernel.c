@@ -902,6 +902,31 @@ START_TEST(w4a8_fp8_decode_on_f16)
             ck_assert_ptr_nonnull(strstr(ptx, "both widened to f16 exactly"));
             free(ptx);
         }
+    /* the decode configs (lower/config.c tune_w4a8_f16): per channel, the fewest stages that keep a block
+     * beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks of 16 warps, two an SM: 7 stages of
+     * 12 KB); group scales 3 stages; two m-tiles two warps along N, K split up to 32 warps an SM */
+    static const struct {
+        const char *spec;
+        int64_t m, n, k;
+        int wn, wk, stages;
+    } picks[] = {
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 8192, 8192, 2, 8, 7},  {"w4a8-fp8", 1, 8192, 8192, 2, 8, 3},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 5}, {"w4a8-fp8", 16, 28672, 4096, 2, 2, 3},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 8},
+    };
+    for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
+        wb_format f = fmt(picks[i].spec);
+        wb_config c = {0};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, picks[i].m, picks[i].n, picks[i].k, &c), WB_OK);
+        ck_assert_msg(c.mma == WB_MMA_SYNC && c.warps_n == picks[i].wn && c.warps_k == picks[i].wk &&
+                          c.stages == picks[i].stages,
+                      "%s M=%lld: wn=%d wk=%d stages=%d", picks[i].spec, (long long)picks[i].m, c.warps_n, c.warps_k,
+                      c.stages);
+        wb_config forced = {.stages = 4, .warps_k = 4};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, picks[i].m, picks[i].n, picks[i].k, &forced), WB_OK);
+        ck_assert_int_eq(forced.stages, 4);
+        ck_assert_int_eq(forced.warps_k, 4);
+    }
     char *ptx = NULL;
     ck_assert_int_eq(ptx_for("a=e4m3,w=e2m1,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_SYNC}, &ptx),
                      WB_ERR_UNSUPPORTED);
