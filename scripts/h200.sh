@@ -228,7 +228,14 @@ if [ "$mode" = w4a8 ]; then # pending kernels; W4A8-fp8 decode on mma.sync (f16-
     --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/w4a8.jsonl" \
     >"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
   python3 bench/report.py "$LOGS/w4a8.jsonl" 2>&1 | tee "$LOGS/w4a8.md"
-  [ "$quick" = peers ] && exit 0
+  if [ "$quick" = peers ]; then # and W4A16 at M = 16 (issue 4's 85%-of-copy bar): every mma.sync config, two shapes
+    for shape in 8192x8192 6144x4096; do
+      step 60 build/warble bench w4a16 --m 16 --n "${shape%x*}" --k "${shape#*x}" --mma mma.sync --m-tiles 2 --sweep \
+        --json >"$LOGS/sweep-w4a16-m16-$shape.jsonl" 2>"$LOGS/sweep-w4a16-m16-$shape.err"
+      tail -1 "$LOGS/sweep-w4a16-m16-$shape.err"
+    done
+    exit 0
+  fi
   P="1 8192 8192||--mma wgmma|--mma mma.sync;16 8192 8192||--mma wgmma|--mma mma.sync"
   P="$P;32 8192 8192||--mma wgmma|--mma mma.sync;64 8192 8192||--mma wgmma|--mma mma.sync"
   P="$P;16 28672 4096||--mma wgmma|--mma mma.sync;64 28672 4096||--mma wgmma|--mma mma.sync"
