@@ -245,19 +245,23 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
 }
 
 /* W4A8-fp8 at decode on the f16 mma.sync (wb_w4a8_f16), from `warble bench --sweep` of its ~98 configs
- * on the four suite shapes at M = 1 and 16, per channel and in groups of 128 (H100, docs/perf.md).
- * Two m-tiles: two warps along N and K split up to 32 warps an SM (the 16-bit kernel's cap of 24
- * cost 15% on 8192 x 8192). Stages: with group scales 3, the fastest or within 2% on 7 of 8 shapes
- * (deeper ones lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile),
- * the fewest that leave no room for a block beyond the SM's share of the grid: a third block of
- * 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in 11.8. Forced
- * fields stay. */
+ * on the four suite shapes at M = 1 and 16, per channel and in groups of 128 (H100, docs/perf.md):
+ * the picks are within 5% of the best on 12 of the 16, at most 17% behind. Two warps along N wherever
+ * blocks of 32 channels give every SM one (6144 x 4096 in groups at M = 1: 7.7 us against 9.5 for
+ * one), and at two m-tiles K split up to 32 warps an SM (the 16-bit kernel's cap of 24 cost 15% on
+ * 8192 x 8192). Stages: 3, the fastest or within 2% with group scales on 7 of 8 shapes (deeper ones
+ * lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile), where the
+ * grid fills its waves, the fewest that leave no room for a block beyond the SM's share: a third
+ * block of 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in
+ * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Forced fields stay. */
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
     int64_t sms = t->sm_count_hint, mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
-    if (c->m_tiles > 1 && !asked->warps_n && n % 32 == 0)
+    if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) && c->warps_n * c->warps_k <= 16) {
+        c->warps_k = c->warps_n == 1 && !asked->warps_k && c->warps_k > 8 ? 8 : c->warps_k;
         c->warps_n = 2;
+    }
     int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + sms - 1) / sms;
     if (c->m_tiles > 1 && !asked->warps_k) {
         c->warps_k = 8;
@@ -267,7 +271,8 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
     if (asked->stages)
         return;
     c->stages = 3;
-    for (wb_layout lay; !f->g && !f->ag && c->stages < 8; c->stages++) {
+    int full = blocks * 10 >= per_sm * sms * 9; /* the grid fills its waves (within 10%) */
+    for (wb_layout lay; full && !f->g && !f->ag && c->stages < 8; c->stages++) {
         wb_layout_get(f, c, t->arch, &lay);
         if (t->smem_max / (lay.smem + 1024) <= per_sm)
             break;

@@ -902,9 +902,10 @@ START_TEST(w4a8_fp8_decode_on_f16)
             ck_assert_ptr_nonnull(strstr(ptx, "both widened to f16 exactly"));
             free(ptx);
         }
-    /* the decode configs (lower/config.c tune_w4a8_f16): per channel, the fewest stages that keep a block
-     * beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks of 16 warps, two an SM: 7 stages of
-     * 12 KB); group scales 3 stages; two m-tiles two warps along N, K split up to 32 warps an SM */
+    /* the decode configs (lower/config.c tune_w4a8_f16): per channel, where the grid fills its waves,
+     * the fewest stages that keep a block beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks
+     * of 16 warps, two an SM: 7 stages of 12 KB); else, and with group scales, 3 stages; two warps
+     * along N, K split up to 32 warps an SM at two m-tiles */
     static const struct {
         const char *spec;
         int64_t m, n, k;
@@ -913,6 +914,10 @@ START_TEST(w4a8_fp8_decode_on_f16)
         {"a=e4m3,w=int4,ws=f32,g=0", 1, 8192, 8192, 2, 8, 7},  {"w4a8-fp8", 1, 8192, 8192, 2, 8, 3},
         {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 5}, {"w4a8-fp8", 16, 28672, 4096, 2, 2, 3},
         {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 8},
+        /* 192 blocks on 132 SMs: a wave not filled, so no deepening; two warps along N at one m-tile
+         * where the blocks of 32 channels give every SM one */
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 6144, 4096, 2, 8, 3},  {"w4a8-fp8", 1, 6144, 4096, 2, 8, 3},
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 4096, 14336, 1, 16, 5},
     };
     for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
         wb_format f = fmt(picks[i].spec);
