@@ -39,7 +39,7 @@
 #                                       W4A16 at M = 256 and fp8 / W4A8-fp8 at M = 1, 16 beside torch, ncu of W4A8
 #   scripts/h200.sh w4a8 [peers]        the pending kernels, W4A8-fp8 decode beside fp8 (four shapes, M = 1, 16),
 #                                       then (not with peers) mma.sync (f16-widened) against wgmma at M = 1..64,
-#                                       mma.sync sweeps
+#                                       mma.sync sweeps; with peers and SWEEP16=1, W4A16 sweeps at M = 16
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
@@ -228,8 +228,8 @@ if [ "$mode" = w4a8 ]; then # pending kernels; W4A8-fp8 decode on mma.sync (f16-
     --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/w4a8.jsonl" \
     >"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
   python3 bench/report.py "$LOGS/w4a8.jsonl" 2>&1 | tee "$LOGS/w4a8.md"
-  if [ "$quick" = peers ]; then # and W4A16 at M = 16 (issue 4's 85%-of-copy bar): every mma.sync config, two shapes
-    for shape in 8192x8192 6144x4096; do
+  if [ "$quick" = peers ]; then # and, with SWEEP16=1, W4A16 at M = 16 (issue 4's 85%-of-copy bar): every mma.sync config
+    for shape in ${SWEEP16:+8192x8192 6144x4096}; do
       step 60 build/warble bench w4a16 --m 16 --n "${shape%x*}" --k "${shape#*x}" --mma mma.sync --m-tiles 2 --sweep \
         --json >"$LOGS/sweep-w4a16-m16-$shape.jsonl" 2>"$LOGS/sweep-w4a16-m16-$shape.err"
       tail -1 "$LOGS/sweep-w4a16-m16-$shape.err"
