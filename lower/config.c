@@ -258,7 +258,8 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
                           int64_t k, wb_config *c)
 {
     int64_t sms = t->sm_count_hint, mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
-    if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) && c->warps_n * c->warps_k <= 16) {
+    if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) &&
+        c->warps_n * c->warps_k <= 16) {
         c->warps_k = c->warps_n == 1 && !asked->warps_k && c->warps_k > 8 ? 8 : c->warps_k;
         c->warps_n = 2;
     }
