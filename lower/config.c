@@ -244,6 +244,25 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
     }
 }
 
+/* Where a grid of `blocks` fills its waves (within 10%), the fewest stages, 3 to 8, that leave an SM no
+ * room for a block beyond its share of the wave; else the stages stay. A kernel that lets the next one
+ * in at the top (PDL at one m-tile) and holds few registers otherwise shares its SMs with the next
+ * kernel's early blocks: per channel at M = 1 on 8192 x 8192 (H100, docs/perf.md) W4A8-fp8 ran 14.8 us
+ * at 6 stages of 12 KB (three blocks of 16 warps an SM) and 11.8 at 7, s8 x int4 14.1 at 4 and 12.3
+ * at 7; where a wave is not filled the extra room serves (6144 x 4096). */
+static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_config *c, int64_t blocks)
+{
+    int64_t sms = t->sm_count_hint, per_sm = (blocks + sms - 1) / sms;
+    if (blocks * 10 < per_sm * sms * 9)
+        return;
+    for (c->stages = 3; c->stages < 8; c->stages++) {
+        wb_layout lay;
+        wb_layout_get(f, c, t->arch, &lay);
+        if (t->smem_max / (lay.smem + 1024) <= per_sm)
+            break;
+    }
+}
+
 /* W4A8-fp8 at decode on the f16 mma.sync (wb_w4a8_f16), from `warble bench --sweep` of its ~98 configs
  * on the four suite shapes at M = 1 and 16, per channel and in groups of 128 (H100, docs/perf.md):
  * the picks are within 5% of the best on 12 of the 16, at most 17% behind. Two warps along N wherever
@@ -263,7 +282,7 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
         c->warps_k = c->warps_n == 1 && !asked->warps_k && c->warps_k > 8 ? 8 : c->warps_k;
         c->warps_n = 2;
     }
-    int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + sms - 1) / sms;
+    int64_t blocks = n / (16 * c->warps_n) * mblocks;
     if (c->m_tiles > 1 && !asked->warps_k) {
         c->warps_k = 8;
         while (c->warps_k > 1 && (k % (WB_KW * c->warps_k) || blocks * c->warps_n * c->warps_k > 32 * sms))
@@ -272,12 +291,8 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
     if (asked->stages)
         return;
     c->stages = 3;
-    int full = blocks * 10 >= per_sm * sms * 9; /* the grid fills its waves (within 10%) */
-    for (wb_layout lay; full && !f->g && !f->ag && c->stages < 8; c->stages++) {
-        wb_layout_get(f, c, t->arch, &lay);
-        if (t->smem_max / (lay.smem + 1024) <= per_sm)
-            break;
-    }
+    if (!f->g && !f->ag)
+        keep_extra_blocks_out(t, f, c, blocks);
 }
 
 /* The heuristic picks wgmma where the target has it, M > 64 and no forced field rules it out. Up to
@@ -430,6 +445,9 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     }
     if (decode && wb_w4a8_f16(f, arch))
         tune_w4a8_f16(t, f, &asked, m, n, k, c);
+    else if (c->m_tiles == 1 && decode && wb_format_w8a8(f) && wb_type_w4(f->w) && !f->g && !f->ag &&
+             !forced_stages && (t->features & WB_FEAT_GRIDDEP)) /* W4A8 s8 per channel (not int8: 97% of the copy) */
+        keep_extra_blocks_out(t, f, c, n / (16 * c->warps_n) * mblocks);
     return WB_OK;
 }
 
