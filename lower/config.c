@@ -446,7 +446,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (decode && wb_w4a8_f16(f, arch))
         tune_w4a8_f16(t, f, &asked, m, n, k, c);
     else if (c->m_tiles == 1 && decode && wb_format_w8a8(f) && wb_type_w4(f->w) && !f->g && !f->ag &&
-             !forced_stages && (t->features & WB_FEAT_GRIDDEP)) /* W4A8 s8 per channel (not int8: 97% of the copy) */
+             !forced_stages && (t->features & WB_FEAT_GRIDDEP)) /* W4A8 s8 per channel; int8 streams at the
+                                                                   copy's speed already */
         keep_extra_blocks_out(t, f, c, n / (16 * c->warps_n) * mblocks);
     return WB_OK;
 }
