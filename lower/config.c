@@ -426,6 +426,18 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         int64_t fit = t->smem_max / (per_sm * (one.stage + 1024)); /* 1 KB a block the SM keeps */
         c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
     }
+    /* two m-tiles (9 <= M <= 16) on 16-bit activations, K split 4 warps or more: the same warps, each
+     * taking two slices of a stage (twice the K a stage), 3 stages. Two H100 sweeps a year-day apart
+     * (docs/perf.md) put it 4 to 7% ahead of one slice on 8192 x 8192 and 6144 x 4096, the best of
+     * 83 and 52 configs there; the tenth session's H200 sweeps had not found it worth taking. */
+    int slices16 = !c->k_slices && c->m_tiles == 2 && decode && !forced_wk && !c->batch_invariant &&
+                   c->warps_k >= 4 && k % (2 * WB_KW * c->warps_k) == 0 && !wb_format_w8a8(f) &&
+                   !wb_format_fp4_acts(f);
+    if (slices16) {
+        c->k_slices = 2;
+        if (!forced_stages)
+            c->stages = 3;
+    }
     if (!c->k_slices)
         c->k_slices = 1;
     /* fit at least two blocks per SM: fewer stages down to 3, then less split K, then 2 stages */

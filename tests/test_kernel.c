@@ -1142,7 +1142,8 @@ START_TEST(config_choice_and_shape_rules)
     wb_format i8 = fmt("a=f16,w=int8,g=128");
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &d16), WB_OK);
     ck_assert_int_eq(d16.warps_k, 4);
-    ck_assert_int_eq(d16.k_slices, 1); /* two m-tiles: split K alone (config.c) */
+    ck_assert_int_eq(d16.k_slices, 2); /* two m-tiles: the same warps, two slices each (config.c) */
+    ck_assert_int_eq(d16.stages, 3);
     /* one m-tile, 256 blocks of two warps along N only where no third block fits an SM beside them:
      * int4 and int5 take two, int2 (smaller stages) one */
     const char *wn_of[][2] = {{"w4a16", "2"}, {"a=f16,w=int5,g=128", "2"}, {"a=f16,w=int2,g=128", "1"}};
@@ -1153,13 +1154,14 @@ START_TEST(config_choice_and_shape_rules)
         ck_assert_msg(d.warps_n == atoi(wn_of[i][1]), "%s: wn=%d", wn_of[i][0], d.warps_n);
     }
     /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
-     * where 4 would pass it: 28672 x 4096), and not doubled past it */
-    struct { int64_t n, k; int wn, wk; } d2[] = {{8192, 8192, 2, 4}, {28672, 4096, 2, 2}, {4096, 14336, 1, 8},
-                                                 {6144, 4096, 1, 4}};
+     * where 4 would pass it: 28672 x 4096), and not doubled past it; a split of 4 warps or more takes
+     * two slices a warp (4096 x 14336: its 8 warps then halved for two blocks an SM) */
+    struct { int64_t n, k; int wn, wk, ks; } d2[] = {{8192, 8192, 2, 4, 2}, {28672, 4096, 2, 2, 1},
+                                                     {4096, 14336, 1, 4, 2}, {6144, 4096, 1, 4, 2}};
     for (size_t i = 0; i < sizeof d2 / sizeof d2[0]; i++) {
         wb_config d = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, d2[i].n, d2[i].k, &d), WB_OK);
-        ck_assert_msg(d.m_tiles == 2 && d.warps_n == d2[i].wn && d.warps_k == d2[i].wk && d.k_slices == 1,
+        ck_assert_msg(d.m_tiles == 2 && d.warps_n == d2[i].wn && d.warps_k == d2[i].wk && d.k_slices == d2[i].ks,
                       "M = 16, %lld x %lld: wn=%d wk=%d ks=%d", (long long)d2[i].n, (long long)d2[i].k, d.warps_n,
                       d.warps_k, d.k_slices);
     }
@@ -1170,7 +1172,7 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_uint_le(2 * dd.smem_bytes, wb_target_get(WB_ARCH_SM90A)->smem_max);
     ck_assert_uint_le(2 * dd.block[0], 2048);
     /* k_slices stays 1 where it was not measured to pay or is not built: W8A8, fp4 activations,
-     * batch-invariant, two m-tiles */
+     * batch-invariant */
     const char *one_slice[] = {"int8", "nvfp4", "w4a16"};
     for (int i = 0; i < 3; i++) {
         wb_format g = fmt(one_slice[i]);
@@ -1178,7 +1180,10 @@ START_TEST(config_choice_and_shape_rules)
         ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, 8192, 8192, &e), WB_OK);
         ck_assert_msg(e.k_slices == 1, "%s: k_slices %d", one_slice[i], e.k_slices);
     }
-    ck_assert_int_eq(d16.k_slices, 1);
+    wb_config forced16 = {.k_slices = 1};
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, 8192, 8192, &forced16), WB_OK);
+    ck_assert_int_eq(forced16.k_slices, 1);
+    ck_assert_int_eq(forced16.stages, 4);
 }
 END_TEST
 

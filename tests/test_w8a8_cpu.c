@@ -720,6 +720,7 @@ START_TEST(a16_kernel_k_slices)
         {"a=f16,w=uint3,ws=f16,g=64,zp=int,out=f16", WB_ARCH_SM90A, 3, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 3}},
         {"a=f16,w=uint4,ws=f16,g=64,zp=int", WB_ARCH_SM86, 37, 32, 1024, {.m_tiles = 4, .warps_n = 1, .warps_k = 1, .k_slices = 2, .stages = 4}},
         {"a=bf16,w=int8,ws=bf16,g=0", WB_ARCH_SM90A, 9, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
+        {"w4a16", WB_ARCH_SM90A, 16, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 3}},
         {"a=f16,w=e2m1,ws=e8m0,g=32", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
         {"w4a16", WB_ARCH_SM75, 5, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
         /* groups of 32 at one m-tile: one f32 product per group (mma_scaled), zero points per group */
