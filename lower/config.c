@@ -427,16 +427,20 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
     }
     /* two m-tiles (9 <= M <= 16) on 16-bit activations, K split 4 warps or more: the same warps, each
-     * taking two slices of a stage (twice the K a stage), 3 stages. Two H100 sweeps a year-day apart
-     * (docs/perf.md) put it 4 to 7% ahead of one slice on 8192 x 8192 and 6144 x 4096, the best of
-     * 83 and 52 configs there; the tenth session's H200 sweeps had not found it worth taking. */
-    int slices16 = !c->k_slices && c->m_tiles == 2 && decode && !forced_wk && !c->batch_invariant &&
-                   c->warps_k >= 4 && k % (2 * WB_KW * c->warps_k) == 0 && !wb_format_w8a8(f) &&
-                   !wb_format_fp4_acts(f);
-    if (slices16) {
-        c->k_slices = 2;
-        if (!forced_stages)
-            c->stages = 3;
+     * taking two slices of a stage (twice the K a stage), 3 stages, where two blocks of it still fit
+     * an SM. H100 (docs/perf.md): 14.3 against 15.3 us on 8192 x 8192 and 7.2 against 7.5 on
+     * 6144 x 4096, the best of the 83 and 52 configs of two sweeps; on 4096 x 14336 its 8 warps would
+     * have to halve to fit (16.3 against 15.2 us), so it stays. The tenth session's H200 sweeps had not
+     * found it worth taking. */
+    if (!c->k_slices && c->m_tiles == 2 && decode && !forced_wk && !c->batch_invariant && c->warps_k >= 4 &&
+        k % (2 * WB_KW * c->warps_k) == 0 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f)) {
+        wb_config two = *c;
+        two.k_slices = 2;
+        two.stages = forced_stages ? c->stages : 3;
+        wb_layout lay2;
+        wb_layout_get(f, &two, t->arch, &lay2);
+        if (2 * lay2.smem <= t->smem_max)
+            *c = two;
     }
     if (!c->k_slices)
         c->k_slices = 1;

@@ -1155,9 +1155,9 @@ START_TEST(config_choice_and_shape_rules)
     }
     /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
      * where 4 would pass it: 28672 x 4096), and not doubled past it; a split of 4 warps or more takes
-     * two slices a warp (4096 x 14336: its 8 warps then halved for two blocks an SM) */
+     * two slices a warp where two blocks of it fit an SM (not 4096 x 14336's 8 warps) */
     struct { int64_t n, k; int wn, wk, ks; } d2[] = {{8192, 8192, 2, 4, 2}, {28672, 4096, 2, 2, 1},
-                                                     {4096, 14336, 1, 4, 2}, {6144, 4096, 1, 4, 2}};
+                                                     {4096, 14336, 1, 8, 1}, {6144, 4096, 1, 4, 2}};
     for (size_t i = 0; i < sizeof d2 / sizeof d2[0]; i++) {
         wb_config d = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, d2[i].n, d2[i].k, &d), WB_OK);
