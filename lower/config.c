@@ -410,8 +410,8 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     /* one m-tile (M <= 8) on 16-bit activations: half the warps, each taking two k64 slices of a stage
      * (the same K per stage; half the barriers, copy issue and loop control per slice), as deep a
      * pipeline as the blocks of one SM hold, 3 to 5 stages. On the four suite shapes at M = 1 this
-     * ran 6 to 16% faster than split K alone, within 6% of the best of 90 to 166 configs; at M = 16
-     * it did not pay (H200 sweeps, docs/perf.md). */
+     * ran 6 to 16% faster than split K alone, within 6% of the best of 90 to 166 configs (H200 sweeps,
+     * docs/perf.md); two m-tiles keep their warps instead (below). */
     int slices = !c->k_slices && c->m_tiles == 1 && decode && !forced_wk && !c->batch_invariant &&
                  c->warps_k >= 4 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f);
     if (slices) {
