@@ -464,6 +464,9 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
     }
     run_case("a=e4m3,w=int4,ws=f32,g=256", WB_ARCH_SM90A, 9, 128, 2048,
              (wb_config){.m_tiles = 2, .warps_n = 1, .warps_k = 8, .stages = 3});
+    /* token groups too (each slice's factors: its channels' group scales times its tokens') */
+    run_case("a=e4m3,ag=128,w=int4,ws=f32,g=128", WB_ARCH_SM90A, 5, 256, 1024, (wb_config){0});
+    run_case("a=e4m3,ag=128,w=int4,ws=f32,g=0,bias=1,out=f16", WB_ARCH_SM90A, 12, 256, 1024, (wb_config){0});
 }
 END_TEST
 

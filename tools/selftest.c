@@ -294,7 +294,8 @@ static int plan_w8a8(plan *p, int quick, int arch)
                                       "a=e5m2,w=e4m3,ws=f32,g=0", "a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1",
                                       "a=e5m2,w=e5m2,ws=f32,g=0,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,out=f16",
                                       "a=e5m2,w=int4,ws=f32,g=0", "a=e5m2,w=int4,ws=f32,g=256,out=f16",
-                                      "a=e4m3,w=e2m1,ws=f32,g=128", "a=e4m3,w=e2m1,ws=f32,g=0,out=f16,bias=1"};
+                                      "a=e4m3,w=e2m1,ws=f32,g=128", "a=e4m3,w=e2m1,ws=f32,g=0,out=f16,bias=1",
+                                      "a=e4m3,ag=128,w=int4,ws=f32,g=128", "a=e4m3,ag=128,w=int4,ws=f32,g=0,out=f16,bias=1"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
     static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;
