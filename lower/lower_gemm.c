@@ -1266,6 +1266,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.w8a8 = wb_format_w8a8(&k->fmt);
     L.a8_float = wb_format_w8a8_fp8(&k->fmt);
     L.f16_wide = k->cfg.mma == WB_MMA_SYNC && wb_w4a8_f16(&k->fmt, t->arch);
+    if (L.f16_wide) /* both operands become f16 pairs (lower_widen.c) */
+        L.T = "f16";
     L.w4_f8 = L.a8_float && wb_type_w4(k->fmt.w) && !L.f16_wide;
     L.a4 = wb_format_w4a4(&k->fmt);
     L.bs = k->block_scale;
