@@ -1,8 +1,9 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
  * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
- * (c) the weight catalog, batch invariance, TMA loads, k_slices 4 and split K; (e) W8A8 (a=s8, w=int8; and e4m3/e5m2 fp8
- * on the targets this build runs it on) through wb_layer_gemm_q, with activations quantized by
+ * (c) the weight catalog, batch invariance, TMA loads, k_slices 4 and split K; (e) W8A8 (a=s8,
+ * w=int8; and e4m3/e5m2 fp8 on the targets this build runs it on), W4A8 and W4A4, W4A8 at decode on
+ * two layer shapes too, through wb_layer_gemm_q, with activations quantized by
  * wb_reference_quantize_acts. The plan is the same on every target except for the cases of (e) that a
  * target cannot build (fp8): `--list` without `--arch` prints the cases common to every target.
  * The output is poisoned with NaN bits before each launch, so unwritten elements fail. Every kernel
@@ -295,7 +296,8 @@ static int plan_w8a8(plan *p, int quick, int arch)
                                       "a=e5m2,w=e5m2,ws=f32,g=0,bias=1", "a=e5m2,w=e5m2,ws=f32,g=0,out=f16",
                                       "a=e5m2,w=int4,ws=f32,g=0", "a=e5m2,w=int4,ws=f32,g=256,out=f16",
                                       "a=e4m3,w=e2m1,ws=f32,g=128", "a=e4m3,w=e2m1,ws=f32,g=0,out=f16,bias=1",
-                                      "a=e4m3,ag=128,w=int4,ws=f32,g=128", "a=e4m3,ag=128,w=int4,ws=f32,g=0,out=f16,bias=1"};
+                                      "a=e4m3,ag=128,w=int4,ws=f32,g=128",
+                                      "a=e4m3,ag=128,w=int4,ws=f32,g=0,out=f16,bias=1"};
     static const int64_t ms[] = {1, 7, 16, 100, 300};
     static const int64_t big[][3] = {{1000, 4096, 4096}, {4096, 2048, 8192}};
     int rc = 0;
