@@ -932,6 +932,22 @@ START_TEST(w4a8_fp8_decode_on_f16)
         ck_assert_int_eq(forced.stages, 4);
         ck_assert_int_eq(forced.warps_k, 4);
     }
+    /* the same residency rule for s8 activations per channel at one m-tile (keep_extra_blocks_out): 7
+     * stages on 8192 x 8192, where 4 left room for a third block of 16 warps; not with groups, not int8
+     * (its 80 KB stages leave none), and not before sm_90 (no PDL at the top) */
+    static const struct {
+        const char *spec;
+        wb_arch arch;
+        int stages;
+    } s8acts[] = {{"a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 7}, {"w4a8-int8", WB_ARCH_SM90A, 4},
+                  {"int8", WB_ARCH_SM90A, 4}, {"a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM80, 4}};
+    for (size_t i = 0; i < sizeof s8acts / sizeof s8acts[0]; i++) {
+        wb_format g = fmt(s8acts[i].spec);
+        wb_config c = {0};
+        ck_assert_int_eq(wb_config_choose(&g, s8acts[i].arch, 1, 8192, 8192, &c), WB_OK);
+        ck_assert_msg(c.mma == WB_MMA_SYNC && c.stages == s8acts[i].stages, "%s on %s: stages %d", s8acts[i].spec,
+                      wb_arch_name(s8acts[i].arch), c.stages);
+    }
     char *ptx = NULL;
     ck_assert_int_eq(ptx_for("a=e4m3,w=e2m1,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){.mma = WB_MMA_SYNC}, &ptx),
                      WB_ERR_UNSUPPORTED);
