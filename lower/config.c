@@ -278,9 +278,10 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
 {
     int64_t sms = t->sm_count_hint, mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
     if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) &&
-        c->warps_n * c->warps_k <= 16) {
-        c->warps_k = c->warps_n == 1 && !asked->warps_k && c->warps_k > 8 ? 8 : c->warps_k;
+        (!asked->warps_k || asked->warps_k <= 8)) { /* 16 warps a block at most */
         c->warps_n = 2;
+        if (c->warps_k > 8)
+            c->warps_k = 8;
     }
     int64_t blocks = n / (16 * c->warps_n) * mblocks;
     if (c->m_tiles > 1 && !asked->warps_k) {
@@ -361,7 +362,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
          * above that, wide blocks share each activation tile among more warps (2.5x at M = 64 on the
          * H200) */
         c->warps_n = decode ? 2 : 4;
-        while (c->warps_n > 1 && (n % (16 * c->warps_n) ||
+        while (c->warps_n > 1 && (n % (16 * c->warps_n) || c->warps_n * c->warps_k > 16 || /* a forced split */
                                   (decode && n / (16 * c->warps_n) * mblocks * 10 < 19 * t->sm_count_hint)))
             c->warps_n /= 2;
         /* one m-tile, under two blocks an SM: two warps along N only where the SMs hold the wave's blocks
@@ -483,7 +484,7 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d, k_slices=%d) needs N a multiple of %d "
                                        "and K a multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k,
                        lay.ks, bn, bk, (long long)n, (long long)k);
-    if (c->split_k > 1 && (k % (2 * bk) || (f->g > 0 && (k / 2) % f->g)))
+    if (c->split_k > 1 && !split_fits(f, c, k))
         return wb_fail(WB_ERR_INVALID, "--split-k 2 needs K a multiple of %d (two halves of whole block tiles%s; "
                                        "got K=%lld)", 2 * bk, f->g > 0 ? " and scale groups" : "", (long long)k);
     if (c->cluster > 1 && n % (2 * bn)) /* the blocks of a cluster take neighbouring channel tiles */

@@ -67,6 +67,11 @@ if expect 0 "W4A8-fp8 at decode on sm_90a: mma.sync on f16, both operands widene
         fail "w4a8-fp8 at M = 1 on sm_90a: no f16 mma.sync with converted activations"
 fi
 expect 0 "W4A8-fp8 forced onto mma.sync above decode assembles" "ok" -- $W check w4a8-fp8 --arch sm_90a --m 64 --n 256 --k 256 --mma mma.sync
+# a forced split of 16 warps along K keeps the decode kernel at one warp along N (16 warps a block at most)
+for spec in w4a16 w4a8-fp8; do
+    expect 0 "$spec at M = 1 with --warps-k 16" "" -- $W check $spec --arch sm_90a --m 1 --n 8192 --k 8192 --warps-k 16 &&
+        { grep -q 'wn=1,wk=16' "$tmp/out" || fail "$spec --warps-k 16: not one warp along N"; }
+done
 expect 2 "fp8 on sm_100a names its native instruction" "only with --mma tcgen05: tcgen05.mma kind::f8f6f4 (its native fp8 MMA)" \
     -- $W ptx fp8 --arch sm_100a
 expect 2 "fp8 on sm_80 has no fp8 MMA" "sm_80 has no fp8 MMA" -- $W ptx fp8 --arch sm_80
