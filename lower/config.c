@@ -18,13 +18,14 @@ const char *wb_mma_name(int mma)
 }
 
 /* Blocks of a config that one SM holds at once: by shared memory, by threads, and by registers at
- * an estimated 64 a thread (the decode kernels take 50 to 80). */
+ * an estimated 64 a thread (the decode kernels take 50 to 80; 96 with four slices a warp, whose
+ * int2 kernel takes 94). */
 static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_config *c)
 {
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
     int64_t by_smem = lay.smem ? t->smem_max / lay.smem : 32, by_threads = 2048 / lay.threads;
-    int64_t by_regs = 65536 / (64 * lay.threads);
+    int64_t by_regs = 65536 / ((c->k_slices == 4 ? 96 : 64) * lay.threads);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return b < by_regs ? b : by_regs;
 }
@@ -415,9 +416,16 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
      * docs/perf.md); two m-tiles keep their warps instead (below). */
     int slices = !c->k_slices && c->m_tiles == 1 && decode && !forced_wk && !c->batch_invariant &&
                  c->warps_k >= 4 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f);
+    /* codes of 2 bits or fewer: four slices a warp (twice the K a stage), 3 stages. Their dequant costs
+     * as many instructions a weight as int4's on half the bytes, so a warp wants more independent work
+     * per barrier: H100 sweeps at M = 1 (docs/perf.md) ran int2 in 8.40 (two warps along N, 3 stages;
+     * 8.66 at 4, which keep a third block out) against 9.11 us on 8192 x 8192 and 13.28 against 15.37
+     * on 28672 x 4096, the best of either sweep, as the tenth session's H200 sweeps had found
+     * (8.36 / 13.24 against 8.73 / 13.90); one warp along N at 3 stages ran 11.8 there */
+    int four = slices && f->w.bits <= 2 && k % (WB_KW * (c->warps_k / 2) * 4) == 0;
     if (slices) {
         c->warps_k /= 2;
-        c->k_slices = 2;
+        c->k_slices = four ? 4 : 2;
     }
     if (slices && !forced_stages && c->load == WB_LOAD_CP_ASYNC) {
         wb_layout one;
@@ -426,6 +434,10 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + t->sm_count_hint - 1) / t->sm_count_hint;
         int64_t fit = t->smem_max / (per_sm * (one.stage + 1024)); /* 1 KB a block the SM keeps */
         c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
+        if (four) { /* 3, or where the grid fills its waves the fewest that keep a block beyond them out */
+            c->stages = 3;
+            keep_extra_blocks_out(t, f, c, blocks);
+        }
     }
     /* two m-tiles (9 <= M <= 16) on 16-bit activations, K split 4 warps or more: the same warps, each
      * taking two slices of a stage (twice the K a stage), 3 stages, where two blocks of it still fit

@@ -1161,14 +1161,33 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_int_eq(d16.k_slices, 2); /* two m-tiles: the same warps, two slices each (config.c) */
     ck_assert_int_eq(d16.stages, 3);
     /* one m-tile, 256 blocks of two warps along N only where no third block fits an SM beside them:
-     * int4 and int5 take two, int2 (smaller stages) one */
-    const char *wn_of[][2] = {{"w4a16", "2"}, {"a=f16,w=int5,g=128", "2"}, {"a=f16,w=int2,g=128", "1"}};
-    for (int i = 0; i < 3; i++) {
+     * int4 and int5 take two, int3 (smaller stages) one; int2 two, its four-slice kernel's registers
+     * (94) hold an SM to two blocks */
+    const char *wn_of[][2] = {{"w4a16", "2"}, {"a=f16,w=int5,g=128", "2"}, {"a=f16,w=int3,g=128", "1"},
+                              {"a=f16,w=int2,g=128", "2"}};
+    for (int i = 0; i < 4; i++) {
         wb_format g = fmt(wn_of[i][0]);
         wb_config d = {0};
         ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, 8192, 8192, &d), WB_OK);
         ck_assert_msg(d.warps_n == atoi(wn_of[i][1]), "%s: wn=%d", wn_of[i][0], d.warps_n);
     }
+    /* codes of 2 bits or fewer at one m-tile: four slices a warp, 3 stages (the H100 sweeps' best on
+     * the two shapes of issue 3's bar); 3-bit codes keep two; a forced warps_k keeps one */
+    struct { const char *spec; int64_t n, k; int wn, wk, ks, st; } four[] = {
+        {"a=f16,w=int2,g=128", 8192, 8192, 2, 4, 4, 3}, {"a=f16,w=int2,g=128", 28672, 4096, 2, 2, 4, 3},
+        {"a=f16,w=uint1,g=0", 28672, 4096, 2, 2, 4, 3}, {"a=f16,w=int3,g=128", 28672, 4096, 2, 2, 2, 3}};
+    for (size_t i = 0; i < sizeof four / sizeof four[0]; i++) {
+        wb_format g = fmt(four[i].spec);
+        wb_config d = {0};
+        ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, four[i].n, four[i].k, &d), WB_OK);
+        ck_assert_msg(d.warps_n == four[i].wn && d.warps_k == four[i].wk && d.k_slices == four[i].ks &&
+                      d.stages == four[i].st, "%s %lld x %lld: wn=%d wk=%d ks=%d stages=%d", four[i].spec,
+                      (long long)four[i].n, (long long)four[i].k, d.warps_n, d.warps_k, d.k_slices, d.stages);
+    }
+    wb_format i2 = fmt("a=f16,w=int2,g=128");
+    wb_config fk = {.warps_k = 4};
+    ck_assert_int_eq(wb_config_choose(&i2, WB_ARCH_SM90A, 1, 8192, 8192, &fk), WB_OK);
+    ck_assert_int_eq(fk.k_slices, 1);
     /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
      * where 4 would pass it: 28672 x 4096), and not doubled past it; a split of 4 warps or more takes
      * two slices a warp where two blocks of it fit an SM (not 4096 x 14336's 8 warps) */

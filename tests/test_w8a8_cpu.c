@@ -735,6 +735,10 @@ START_TEST(a16_kernel_k_slices)
         {"a=f16,w=int1,ws=f16,g=128,bias=1", WB_ARCH_SM86, 3, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
         {"a=f16,w=int4,ws=f16,g=0", WB_ARCH_SM80, 11, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         {"a=f16,w=int2,ws=f16,g=128", WB_ARCH_SM75, 2, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
+        /* four slices a warp, the heuristic's choice for codes of 2 bits or fewer at one m-tile */
+        {"a=f16,w=int2,ws=f16,g=128", WB_ARCH_SM90A, 1, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 3}},
+        {"a=f16,w=uint1,ws=f16,g=0,bias=1", WB_ARCH_SM90A, 5, 32, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 4, .stages = 3}},
+        {"a=bf16,w=int1,ws=bf16,g=64", WB_ARCH_SM80, 1, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .k_slices = 4, .stages = 2}},
         /* the raw rule (f16, 3-bit codes, no zero record, one token tile): slices paired in groups of
          * 128 and per channel, the bias MMA (signed), none (unsigned), m16n8k8 (sm_75), groups of 64 */
         {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
