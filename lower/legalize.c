@@ -280,9 +280,13 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status ks = wb_legalize_k_slices(c);
     if (ks)
         return ks;
-    if (c->k_slices > 1 && (c->mma != WB_MMA_SYNC || wb_format_w8a8(f) || wb_format_fp4_acts(f)))
-        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices > 1 is built for the mma.sync kernel with 16-bit activations "
-                                           "only (got %d)", c->k_slices);
+    /* 8-bit activations: not with scales that change from slice to slice (g > 0 or ag > 0), which are
+     * loaded once a tile for the warp's one slice */
+    int sliceable = !wb_format_w8a8(f) ? !wb_format_fp4_acts(f) : f->a.bits == 8 && !f->g && !f->ag;
+    if (c->k_slices > 1 && (c->mma != WB_MMA_SYNC || !sliceable))
+        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices > 1 is built for the mma.sync kernel with 16-bit activations, "
+                                           "or 8-bit ones with per-channel and per-token scales only (got %d)",
+                       c->k_slices);
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
     if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)

@@ -401,7 +401,7 @@ static void plan_frags_w8a8(lw *L)
         return;
     }
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
-    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 64), wb_r(L->smem));
+    wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->vwk), wb_imm(L->lay.bm * 64), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(64), wb_r(ab)), L->lay.a_off);
     wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(quad), wb_r(andi(L, shri(L, row, 1), 3)));
     L->afrag[0] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
@@ -668,7 +668,7 @@ static void lower_frag_a(lw *L, int value)
         return;
     }
     if (L->w8a8) { /* b[mt*4 + j] = chunk j: (b0, b1) of k32 step s are chunks 2s and 2s + 1 */
-        wb_reg addr = add(L, L->afrag[0], L->ro);
+        wb_reg addr = at_read(L, L->afrag[0], L->lay.bm * L->lay.a_row);
         for (int mt = 0; mt < mt_n; mt++) {
             wb_reg *d = &b[mt * 4];
             for (int i = 0; i < 4; i++)

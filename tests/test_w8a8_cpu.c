@@ -470,6 +470,33 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
 }
 END_TEST
 
+/* 8-bit activations with two or four slices a warp (per-channel weight scales and per-tensor or
+ * per-token activation scales): W4A8-fp8 widened to f16 on sm_90a at one and two m-tiles, int8 (s32
+ * sums), s8 x int4, fp8 on sm_89; and refused with scales that change from slice to slice. */
+START_TEST(w8a8_k_slices)
+{
+    static const struct { const char *spec; wb_arch arch; int64_t m, k; wb_config c; } cases[] = {
+        {"a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 1, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 3}},
+        {"a=e4m3,w=int4,ws=f32,g=0,bias=1,out=f16", WB_ARCH_SM90A, 16, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 3}},
+        {"a=e5m2,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 11, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},
+        {"int8,bias=1", WB_ARCH_SM80, 5, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
+        {"a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 16, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 2}},
+        {"fp8,out=f16", WB_ARCH_SM89, 3, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 2}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(cases[i].spec, cases[i].arch, cases[i].m, 64, cases[i].k, cases[i].c);
+    static const char *const refused[] = {"w4a8-fp8", "a=e4m3,ag=128,w=int4,ws=f32,g=0", "w4a4-int4"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(refused[i], &f), WB_OK);
+        wb_config c = {.mma = WB_MMA_SYNC, .k_slices = 2};
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 1, 4096, 4096, &c), WB_OK);
+        ck_assert_int_eq(wb_legalize(&f, wb_target_get(WB_ARCH_SM90A), &c), WB_ERR_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(wb_last_error(), "k_slices > 1"));
+    }
+}
+END_TEST
+
 /* W4A8 with e2m1 weights: to s8 (2v, x 1/2 after K: bit for bit the exact sum) and to e4m3 (the code
  * of 2v x 2^-9, x 2^8 after K), through the prmt table; mma.sync on every target that has the
  * activation type's MMA, wgmma on sm_90a (the unrolled loop), groups of 128. */
@@ -1281,6 +1308,7 @@ int main(void)
     tcase_add_test(t, fp4_acts_kernel_matches_reference);
     tcase_add_test(t, wgmma16_kernel_matches_reference);
     tcase_add_test(t, a16_kernel_k_slices);
+    tcase_add_test(t, w8a8_k_slices);
     tcase_add_test(t, tcgen05_kernel_matches_reference);
     suite_add_tcase(s, t);
     /* its own case, so that CK_RUN_CASE=tma runs the TMA pipeline alone */
