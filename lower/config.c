@@ -17,6 +17,10 @@ const char *wb_mma_name(int mma)
     return mma >= 0 && mma < 4 ? n[mma] : "?";
 }
 
+/* Blocks that an SM's shared memory holds, each `smem` bytes and the 1 KB the SM keeps for it: an SM
+ * has 1 KB more than a block may ask for (228 and 227 KB on sm_90a) */
+static int64_t smem_blocks(const wb_target *t, int64_t smem) { return (t->smem_max + 1024) / (smem + 1024); }
+
 /* Blocks of a config that one SM holds at once: by shared memory, by threads, and by registers at
  * an estimated 64 a thread (the decode kernels take 50 to 80; 96 with four slices a warp, whose
  * int2 kernel takes 94). */
@@ -24,7 +28,7 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
 {
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
-    int64_t by_smem = lay.smem ? t->smem_max / lay.smem : 32, by_threads = 2048 / lay.threads;
+    int64_t by_smem = smem_blocks(t, lay.smem), by_threads = 2048 / lay.threads;
     int64_t by_regs = 65536 / ((c->k_slices == 4 ? 96 : 64) * lay.threads);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return b < by_regs ? b : by_regs;
@@ -259,7 +263,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
     for (c->stages = 3; c->stages < 8; c->stages++) {
         wb_layout lay;
         wb_layout_get(f, c, t->arch, &lay);
-        if (t->smem_max / (lay.smem + 1024) <= per_sm)
+        if (smem_blocks(t, lay.smem) <= per_sm)
             break;
     }
 }
