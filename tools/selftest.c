@@ -231,13 +231,17 @@ static int plan_forced(plan *p, int quick, int arch, const char *const *specs, s
     return rc;
 }
 
-/* Part (e): k_slices 4, forced (the heuristic picks 2 at decode; the sweep and users may force 4). */
-static int plan_slices(plan *p, int quick)
+/* Part (e): k_slices 4, forced (the heuristic picks 2 at decode, 4 for codes of 2 bits or fewer;
+ * the sweep and users may force 4), on 16-bit activations and on 8-bit ones (W4A8-fp8 widened to f16
+ * on sm_90a, int8) */
+static int plan_slices(plan *p, int quick, int arch)
 {
-    static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "mxfp4", "w4a16-zp"};
+    static const char *const specs[] = {"w4a16", "a=f16,w=int2,g=128", "mxfp4", "w4a16-zp",
+                                        "a=e4m3,w=int4,ws=f32,g=0", "int8"};
     static const int64_t ms[] = {1, 7};
-    return plan_forced(p, quick, -1, specs, sizeof specs / sizeof specs[0], sizeof specs / sizeof specs[0], ms,
-                       sizeof ms / sizeof ms[0], offsetof(plan_case, slices), (wb_config){0});
+    return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 4, ms, sizeof ms / sizeof ms[0],
+                       offsetof(plan_case, slices),
+                       (wb_config){.mma = WB_MMA_SYNC, .warps_k = 2, .k_slices = 4});
 }
 
 /* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on cp.async (one
@@ -973,7 +977,7 @@ int cmd_selftest(int argc, char **argv)
         goto done;
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
-        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick)) ||
+        (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick, arch)) ||
         (rc = plan_split(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
