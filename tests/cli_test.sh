@@ -221,7 +221,10 @@ grep -q 'wk=2,.*,ks=4$' "$tmp/out" || fail "ptx --k-slices 4: the config does no
 expect 2 "k-slices 3 is refused" "k_slices must be 1, 2 or 4" -- $W ptx w4a16 --arch sm_90a --m 1 --k-slices 3
 expect 2 "k-slices on wgmma is refused" "k_slices > 1 is built for the mma.sync kernel" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --mma wgmma --k-slices 2
-expect 2 "k-slices on W8A8 is refused" "16-bit activations" -- $W ptx int8 --arch sm_80 --m 1 --k-slices 2
+expect 2 "k-slices on W8A8 with weight groups is refused" "per-channel and per-token scales only" -- \
+    $W ptx w4a8-int8 --arch sm_80 --m 1 --k-slices 2
+expect 2 "k-slices on W4A4 is refused" "8-bit ones" -- $W ptx w4a4-int4 --arch sm_80 --m 1 --k-slices 2
+expect 0 "k-slices on per-channel int8" "ks=2" -- $W ptx int8 --arch sm_80 --m 1 --k-slices 2
 expect 2 "k-slices past the copy slots is refused" "at most 32" -- \
     $W ptx w4a16 --arch sm_80 --m 64 --m-tiles 8 --warps-n 1 --warps-k 1 --k-slices 4 --mma mma.sync
 expect 2 "k-slices past K is refused" "K a multiple of 1024" -- \
