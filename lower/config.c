@@ -277,7 +277,9 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
  * lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile), where the
  * grid fills its waves, the fewest that leave no room for a block beyond the SM's share: a third
  * block of 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in
- * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Forced fields stay. */
+ * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Per channel at two m-tiles,
+ * a split of 4 warps or more takes two slices a warp (as the 16-bit kernel does there; first taken
+ * on trial, docs/perf.md). Forced fields stay. */
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
@@ -294,6 +296,9 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
         while (c->warps_k > 1 && (k % (WB_KW * c->warps_k) || blocks * c->warps_n * c->warps_k > 32 * sms))
             c->warps_k /= 2;
     }
+    if (c->m_tiles > 1 && !f->g && !f->ag && !asked->k_slices && !asked->warps_k && c->warps_k >= 4 &&
+        k % (2 * WB_KW * c->warps_k) == 0)
+        c->k_slices = 2;
     if (asked->stages)
         return;
     c->stages = 3;
