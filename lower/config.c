@@ -17,10 +17,6 @@ const char *wb_mma_name(int mma)
     return mma >= 0 && mma < 4 ? n[mma] : "?";
 }
 
-/* Blocks that an SM's shared memory holds, each `smem` bytes and the 1 KB the SM keeps for it: an SM
- * has 1 KB more than a block may ask for (228 and 227 KB on sm_90a) */
-static int64_t smem_blocks(const wb_target *t, int64_t smem) { return (t->smem_max + 1024) / (smem + 1024); }
-
 /* Blocks of a config that one SM holds at once: by shared memory, by threads, and by registers at
  * an estimated 64 a thread (the decode kernels take 50 to 80; 96 with four slices a warp, whose
  * int2 kernel takes 94). */
@@ -28,7 +24,7 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
 {
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
-    int64_t by_smem = smem_blocks(t, lay.smem), by_threads = 2048 / lay.threads;
+    int64_t by_smem = lay.smem ? t->smem_max / lay.smem : 32, by_threads = 2048 / lay.threads;
     int64_t by_regs = 65536 / ((c->k_slices == 4 ? 96 : 64) * lay.threads);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return b < by_regs ? b : by_regs;
@@ -263,7 +259,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
     for (c->stages = 3; c->stages < 8; c->stages++) {
         wb_layout lay;
         wb_layout_get(f, c, t->arch, &lay);
-        if (smem_blocks(t, lay.smem) <= per_sm)
+        if (t->smem_max / (lay.smem + 1024) <= per_sm)
             break;
     }
 }
@@ -277,9 +273,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
  * lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile), where the
  * grid fills its waves, the fewest that leave no room for a block beyond the SM's share: a third
  * block of 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in
- * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Per channel at two m-tiles,
- * a split of 4 warps or more takes two slices a warp (as the 16-bit kernel does there; first taken
- * on trial, docs/perf.md). Forced fields stay. */
+ * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Forced fields stay. */
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
@@ -296,9 +290,6 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
         while (c->warps_k > 1 && (k % (WB_KW * c->warps_k) || blocks * c->warps_n * c->warps_k > 32 * sms))
             c->warps_k /= 2;
     }
-    if (c->m_tiles > 1 && !f->g && !f->ag && !asked->k_slices && !asked->warps_k && c->warps_k >= 4 &&
-        k % (2 * WB_KW * c->warps_k) == 0)
-        c->k_slices = 2;
     if (asked->stages)
         return;
     c->stages = 3;

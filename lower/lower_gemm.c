@@ -1019,10 +1019,9 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
     /* the raw rule's bias MMAs (A: the constant registers raw_zero), into their own tile q */
     int bias = L->raw && L->fmt->w.kind == WB_KIND_INT;
-    /* Slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
-     * (and per channel): the pair's products go into one f32 tile (and one q), summed and scaled once
-     * (the first slice's scale loads go unused) */
-    int paired = gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
+    /* Raw: slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
+     * (and per channel): the pair's products go into one f32 tile and one q, summed and scaled once. */
+    int paired = L->raw && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
     int cont = paired && !first; /* adding to the previous slice's tiles */
     wb_reg *p = cont ? L->pend : wb_arena_alloc(L->f->arena, (size_t)nacc * 2 * sizeof *p), *q = p + nacc;
     if (!c || !a || !b || !s || !p) {
