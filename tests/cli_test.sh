@@ -215,7 +215,8 @@ expect 2 "ptx bad mma" "--mma" -- $W ptx w4a16 --arch sm_90a --mma frob
 expect 2 "ptx bad load" "--load" -- $W ptx w4a16 --arch sm_90a --load frob
 expect 2 "ptx K not a multiple of g" "" -- $W ptx w4a16 --arch sm_90a --k 100
 expect 2 "ptx bad spec" "" -- $W ptx nosuchformat --arch sm_90a
-# ---- k_slices: 1, 2 or 4, mma.sync kernels on 16-bit activations only; shown in the config
+# ---- k_slices: 1, 2 or 4, mma.sync kernels on 16-bit activations (or 8-bit ones scaled per channel and
+# per token); shown in the config
 expect 0 "ptx --k-slices 4" "" -- $W ptx w4a16 --arch sm_90a --m 1 --mma mma.sync --warps-k 2 --k-slices 4 --hash
 grep -q 'wk=2,.*,ks=4$' "$tmp/out" || fail "ptx --k-slices 4: the config does not say ks=4: $(cat "$tmp/out")"
 expect 2 "k-slices 3 is refused" "k_slices must be 1, 2 or 4" -- $W ptx w4a16 --arch sm_90a --m 1 --k-slices 3
