@@ -470,8 +470,8 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
 }
 END_TEST
 
-/* 8-bit activations with two or four slices a warp (per-channel weight scales and per-tensor or
- * per-token activation scales): W4A8-fp8 widened to f16 on sm_90a at one and two m-tiles, int8 (s32
+/* 8-bit activations with two or four slices a warp (per-channel weight scales and per-token
+ * activation scales): W4A8-fp8 widened to f16 on sm_90a at one and two m-tiles, int8 (s32
  * sums), s8 x int4, fp8 on sm_89; and refused with scales that change from slice to slice. */
 START_TEST(w8a8_k_slices)
 {
