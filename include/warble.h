@@ -210,10 +210,6 @@ typedef struct wb_config {
                      * the second's f32 sums are added to the first's through distributed shared memory, in
                      * that order (wgmma only, not with cluster 2 or persistent; the heuristic's choice for
                      * 16-bit activations where 128 x 128 tiles leave over half the SMs idle); 1: none */
-    int direct_w;   /* 1: each consumer warp loads its weight codes from global memory straight into its
-                     * registers, two block tiles ahead, and the stages hold only the activations (one
-                     * shared-memory write and read fewer per weight byte); --load tma with 8-bit weights
-                     * and activations on wgmma, not with persistent */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };
@@ -231,7 +227,7 @@ WB_API wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *cfg,
 /* Two configs name the same kernel (every field equal). */
 WB_API int wb_config_equal(const wb_config *a, const wb_config *b);
 /* Print a config as "mt=1,wn=4,wk=1,stages=4,load=cp.async,mma=mma.sync" (",ks=2" when k_slices > 1,
- * ",bi=1" when batch-invariant, ",dw=1" with direct_w). */
+ * ",bi=1" when batch-invariant). */
 WB_API int wb_config_print(const wb_config *cfg, char *buf, size_t size);
 
 enum { WB_EMIT_ANNOTATE = 1 };

@@ -318,8 +318,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (ks)
         return ks;
     const wb_config asked = *c;
-    /* the persistent, cluster and direct_w kernels are the TMA pipeline's */
-    if ((c->persistent || c->cluster > 1 || c->direct_w) && !c->load)
+    if ((c->persistent || c->cluster > 1) && !c->load) /* the persistent and cluster kernels are the TMA pipeline's */
         c->load = WB_LOAD_TMA;
     if (c->split_k > 1 && !c->mma && (t->features & WB_FEAT_WGMMA)) /* split K is the wgmma kernel's */
         c->mma = WB_MMA_WGMMA;
@@ -522,7 +521,7 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
            a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1) &&
-           (a->split_k > 1) == (b->split_k > 1) && !a->direct_w == !b->direct_w;
+           (a->split_k > 1) == (b->split_k > 1);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -530,11 +529,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
     char ks[16] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
                     c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "",
-                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "",
-                    c->direct_w ? ",dw=1" : "");
+                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,

@@ -86,15 +86,11 @@ typedef struct lw {
     const char *tile_head;             /* persist: the consumers' loop over output tiles */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
-    int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by `phases`, each phase
-                                          with its own A registers (see wb_wgmma_steps) */
-    int phases;                        /* pp: 2, or 3 where direct's loads run two tiles ahead */
-    int half;                          /* pp: which phase of the loop body is being lowered */
-    wb_reg *abuf[3];                   /* pp: each phase's A registers (code words, or int4 widened) */
-    const char *loop_exit;             /* pp: after the loop (K ends after an earlier phase) */
-    int direct;                        /* cfg.direct_w: code words from global memory into registers,
-                                          phases - 1 block tiles ahead */
-    wb_reg wglob, last_kt;             /* direct: the lane's first code word at block tile 0 (u64); nkt - 1 */
+    int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
+                                          registers double-buffered (see wb_wgmma_steps) */
+    int half;                          /* pp: which half of the loop body is being lowered */
+    wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
+    const char *loop_exit;             /* pp: after the loop (K ends after a first half) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
@@ -275,7 +271,6 @@ wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
-void wb_gemm_load_w_words_at(lw *L, wb_reg *q, wb_reg kt); /* direct: block tile kt's, from global memory */
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);

@@ -46,7 +46,7 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->q_row = wb_format_fp4_acts(f) ? L->slice_k * f->a.bits / 8 : 0;
     L->q_stage = L->bm * L->q_row * L->vk;
     L->w_bytes = 2 * L->slice_k * f->w.bits;
-    L->w_stage = cfg->direct_w ? 0 : warps * L->w_bytes; /* direct_w: loaded into registers, not staged */
+    L->w_stage = warps * L->w_bytes;
     /* W8A8 streams no scale records: its scales are read once, in the epilogue */
     L->s_stage = wb_format_w8a8(f) ? 0 : warps * L->groups_per_chunk * L->rec_bytes;
     L->a_off = 0;

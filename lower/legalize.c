@@ -222,11 +222,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is not built for %s in this build (their scales are "
                                            "loaded by K position in the loop)",
                        wb_format_fp4_acts(f) ? "fp4 activations" : "W8A8 with groups along K");
-    if (c->direct_w && (c->load != WB_LOAD_TMA || c->mma != WB_MMA_WGMMA || c->persistent || !wb_format_w8a8(f) ||
-                        f->w.bits != 8 || c->warps_k != 1))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--direct-w is built for the TMA pipeline on wgmma (--mma wgmma --load "
-                                           "tma) with 8-bit weights and activations (W8A8), one warpgroup along K, "
-                                           "without --persistent, in this build");
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));

@@ -376,13 +376,6 @@ static wb_reg plan_frag_w(lw *L)
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
-    if (L->direct) { /* the same words in the packed layout: strip strip0 + wn, k chunk kt (w_bytes a chunk) */
-        wb_reg chunk = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_r(L->kchunks));
-        wb_reg lane = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits),
-                          wb_r(muli(L, chunk, L->lay.w_bytes)));
-        L->wglob = addr64(L, L->w, lane, 1);
-        L->last_kt = addi(L, L->nkt, -1);
-    }
     return slot_idx;
 }
 
@@ -577,24 +570,17 @@ static void lower_kloop_end(lw *L)
 
 /* ---- fragments */
 
-/* The lane's B words of packed codes into q (fresh registers when fresh), in the widest aligned
- * vectors: from the read stage, or (direct) from global memory at block tile `kt`. */
-static void load_w_words(lw *L, wb_reg *q, int fresh, wb_reg kt)
+/* The lane's B words of packed codes at the read stage into q (fresh registers when fresh), in the
+ * widest aligned vectors. */
+void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 {
     /* B words of each k64 chunk of the slice, the chunks 128 * B bytes apart */
     int bits = L->fmt->w.bits, words = wb_gemm_w_words(L), vec = bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
-    wb_reg base = L->direct ? addr64(L, L->wglob, kt, L->lay.w_bytes) : at_read(L, L->wfrag, L->lay.w_bytes);
+    wb_reg base = at_read(L, L->wfrag, L->lay.w_bytes);
     for (int i = 0; fresh && i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
     for (int i = 0; i < words; i += vec) {
-        int off = (i / bits) * 128 * bits + 4 * (i % bits);
-        if (L->direct) { /* (direct_w is legal for 8-bit codes only: vec 4) */
-            wb_reg addr = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(base), wb_imm(off));
-            wb_emit(L->f, WB_OP_LD_GLOBAL_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
-                    wb_r(addr));
-            continue;
-        }
-        wb_reg addr = addi(L, base, off);
+        wb_reg addr = addi(L, base, (i / bits) * 128 * bits + 4 * (i % bits));
         if (vec == 4)
             wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
                     wb_r(addr));
@@ -604,10 +590,6 @@ static void load_w_words(lw *L, wb_reg *q, int fresh, wb_reg kt)
             wb_emit(L->f, WB_OP_LD_SHARED, "u32", 2, wb_r(q[i]), wb_r(addr));
     }
 }
-
-void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh) { load_w_words(L, q, fresh, L->kt); }
-
-void wb_gemm_load_w_words_at(lw *L, wb_reg *q, wb_reg kt) { load_w_words(L, q, 0, kt); }
 
 static void lower_frag_w(lw *L, int value)
 {
@@ -1307,11 +1289,6 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
     L.pp = L.rot && L.w8a8;
-    L.direct = L.pp && L.tma && k->cfg.direct_w;
-    /* direct: the loads two tiles ahead where ptxas keeps three sets of A registers in a consumer's 232
-     * (s8: 128 s32 sums and 48; fp8's 64 sums and 64 of a slice's product spill 176 bytes with them),
-     * else one tile ahead */
-    L.phases = L.direct && !L.a8_float ? 3 : 2;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");
@@ -1338,9 +1315,9 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             i = body - 1;
             continue;
         }
-        if (o->op == WB_TOP_KLOOP_END && L.pp && L.half + 1 < L.phases && body >= 0) {
+        if (o->op == WB_TOP_KLOOP_END && L.pp && !L.half && body >= 0) {
             wb_wgmma_kloop_mid(&L);
-            L.half++;
+            L.half = 1;
             i = body - 1;
             continue;
         }

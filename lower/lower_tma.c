@@ -121,11 +121,9 @@ static void produce(lw *L)
         if (j) /* strip strip0 + j: j strips on */
             src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
                       wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
-        if (!L->direct) { /* direct: each consumer warp loads its own code words */
-            wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.w_off + j * L->lay.w_bytes)),
-                    wb_r(src), wb_imm(L->lay.w_bytes), wb_r(full));
-            wb_guard_last(L->f, lead, 0);
-        }
+        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.w_off + j * L->lay.w_bytes)), wb_r(src),
+                wb_imm(L->lay.w_bytes), wb_r(full));
+        wb_guard_last(L->f, lead, 0);
         if (!L->lay.s_stage)
             continue;
         wb_reg ss = j ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),

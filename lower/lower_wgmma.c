@@ -58,21 +58,11 @@ static void pp_fill(lw *L, wb_reg *a)
     wb_gemm_widen4(L, L->wpre, a);
 }
 
-/* direct: block tile kt's code words, from global memory, into a (tile nkt - 1's past K: a load that
- * stays inside the weights and is never used) */
-static void direct_fill(lw *L, wb_reg *a, wb_reg kt)
-{
-    wb_reg at = wb_new_reg(L->f, WB_RC_B32);
-    wb_emit(L->f, WB_OP_MIN, "u32", 3, wb_r(at), wb_r(kt), wb_r(L->last_kt));
-    wb_gemm_load_w_words_at(L, a, at);
-}
-
-/* pp, before the loop: every phase's A registers; tile 0's (its words already in wpre) into the first,
- * and with direct tile 1's into the second. */
+/* pp, before the loop: both halves' A registers; tile 0's (its words already in wpre) into the first. */
 void wb_wgmma_pp_setup(lw *L)
 {
     int n = L->fmt->w.bits == 8 ? wb_gemm_w_words(L) : 2 * wb_gemm_w_words(L);
-    for (int h = 0; h < L->phases; h++) {
+    for (int h = 0; h < 2; h++) {
         L->abuf[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->abuf[h]);
         for (int i = 0; L->abuf[h] && i < n; i++)
             L->abuf[h][i] = wb_new_reg(L->f, WB_RC_B32);
@@ -86,15 +76,12 @@ void wb_wgmma_pp_setup(lw *L)
             wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->abuf[0][i]), wb_r(L->wpre[i]));
     else
         wb_gemm_widen4(L, L->wpre, L->abuf[0]);
-    for (int h = 1; L->direct && h + 1 < L->phases; h++)
-        direct_fill(L, L->abuf[h], mov(L, "u32", WB_RC_B32, wb_imm(h)));
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
- * the write stage, load tile kt + 1's code words (pp: into the next phase's A registers; direct: tile
- * kt + 2's from global memory into the registers of the phase after it, which tile kt - 1's group,
- * complete, read), all while tile kt's group runs. */
+ * the write stage, load tile kt + 1's code words (pp: into the other half's A registers), all while
+ * tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
     wb_gemm_advance_stage(L, L->ro);
@@ -114,10 +101,8 @@ static void land_next(lw *L, int pending, int dist)
         wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(addi(L, L->kt, 1)), wb_r(L->nkt));
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(past));
     }
-    if (L->direct)
-        direct_fill(L, L->abuf[(L->half + L->phases - 1) % L->phases], addi(L, L->kt, L->phases - 1));
-    else if (L->pp) /* into the next phase's registers: not the ones this group reads */
-        pp_fill(L, L->abuf[(L->half + 1) % L->phases]);
+    if (L->pp) /* into the other half's registers: not the ones this group reads */
+        pp_fill(L, L->abuf[1 - L->half]);
     else if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
     if (past)

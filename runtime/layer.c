@@ -118,8 +118,6 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
                        cfg->batch_invariant);
     if (cfg && cfg->persistent != 0 && cfg->persistent != 1)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: persistent must be 0 or 1 (got %d)", cfg->persistent);
-    if (cfg && cfg->direct_w != 0 && cfg->direct_w != 1)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: direct_w must be 0 or 1 (got %d)", cfg->direct_w);
     if (cfg && (cfg->cluster < 0 || cfg->cluster > 2))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1 or 2 (got %d)", cfg->cluster);
     if (cfg && (cfg->split_k < 0 || cfg->split_k > 2))

@@ -42,9 +42,6 @@
 #                                       mma.sync sweeps; with peers and SWEEP16=1, W4A16 sweeps at M = 16
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
-#   [NCU=1] scripts/h200.sh direct      the selftest of the kernels the ledger lacks, fp8 and int8 at M = 4096 and
-#                                       16384 with --direct-w beside without (bench/ab_flags.sh, three rounds), fp8
-#                                       each way beside torch._scaled_mm; NCU=1: ncu counters of both and of torch's
 #   scripts/h200.sh formats             the selftest of the kernels the ledger lacks, the weight types at M = 1
 #                                       on 8192 x 8192 and 28672 x 4096 (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
@@ -278,25 +275,6 @@ if [ "$mode" = stalls ]; then # why the decode kernels wait: ncu's stall reasons
     echo "== $name"; grep -E "Duration|issue_stalled|inst_executed.sum|Warp Cycles Per Issued|Achieved Active Warps|Registers Per" \
       "$LOGS/ncu-$name.txt" | awk '$NF+0 > 0.05 || /Duration|inst_exec|Warp Cycles|Achieved|Registers/' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
   done
-  exit 0
-fi
-if [ "$mode" = direct ]; then # the kernels the ledger lacks; W8A8 at large M with --direct-w beside without, and torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
-  pairs="16384 8192 8192||--load tma|--load tma --direct-w;4096 8192 8192||--load tma|--load tma --direct-w"
-  for spec in fp8 int8; do
-    PAIRS=$pairs OUT=$LOGS/ab-$spec SPEC=$spec ROUNDS=3 step 150 bash bench/ab_flags.sh | tee "$LOGS/ab-$spec.md"
-  done
-  for load in tma-direct auto; do # fp8 beside torch._scaled_mm (graph replays), each way
-    PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec fp8 --peer fp8 --shapes 8192x8192 --m 4096,16384 \
-      --load $load --out "$LOGS/fp8-$load.jsonl" >"$LOGS/fp8-$load.log" 2>&1 || tail -5 "$LOGS/fp8-$load.log"
-    python3 bench/report.py "$LOGS/fp8-$load.jsonl" 2>&1 | tee "$LOGS/fp8-$load.md"
-  done
-  if [ -n "${NCU:-}" ]; then # counters of fp8 each way and of torch._scaled_mm
-    REP=/tmp/ncu-rep OUT=$LOGS/ncu SPECS=fp8 step 150 bash bench/ncu_large.sh
-    REP=/tmp/ncu-rep OUT=$LOGS/ncu SPECS=fp8 FLAGS=--direct-w TORCH=0 step 80 bash bench/ncu_large.sh
-  fi
   exit 0
 fi
 if [ "$mode" = formats ]; then # the kernels the ledger lacks, then the weight types at M = 1 on two shapes (issue 3)

@@ -469,55 +469,6 @@ START_TEST(cluster_pairs)
 }
 END_TEST
 
-/* --direct-w: asking for it asks for the TMA pipeline; the same tile as without it, stages of activations
- * only (the producer posts their bytes alone and copies no weights), each consumer warp loading its code
- * words with ld.global.nc.v4 instead of ld.shared, the config naming it; refused off the TMA pipeline,
- * with --persistent, for weights of fewer than 8 bits, 16-bit activations, and on mma.sync. */
-START_TEST(direct_w_loads)
-{
-    static const char *const specs[] = {"fp8", "int8", "fp8-block"};
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        wb_format f = fmt(specs[i]);
-        wb_config c = {.direct_w = 1}, plain = {.load = WB_LOAD_TMA};
-        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
-        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &plain), WB_OK);
-        ck_assert(c.load == WB_LOAD_TMA && c.mma == WB_MMA_WGMMA && c.direct_w == 1);
-        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.cluster == plain.cluster);
-        ck_assert(!wb_config_equal(&c, &plain));
-        char name[128];
-        wb_config_print(&c, name, sizeof name);
-        ck_assert_ptr_nonnull(strstr(name, ",dw=1"));
-        wb_launch_dims d, dp;
-        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, 4096, 8192, 8192, &d), WB_OK);
-        ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, 4096, 8192, 8192, &dp), WB_OK);
-        ck_assert(d.grid[0] == dp.grid[0] && d.grid[1] == dp.grid[1]);
-        ck_assert(d.smem_bytes / c.stages < dp.smem_bytes / plain.stages); /* a stage, and its two mbarriers */
-        char *ptx = NULL, *pptx = NULL;
-        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
-        ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &plain, 0, &pptx), WB_OK);
-        ck_assert_ptr_nonnull(strstr(ptx, "ld.global.nc.v4.u32"));
-        ck_assert_ptr_null(strstr(ptx, "cp.async.bulk.shared::cluster.global"));
-        ck_assert_ptr_nonnull(strstr(pptx, "cp.async.bulk.shared::cluster.global"));
-        ck_assert_ptr_null(strstr(ptx, "ld.shared.v4.u32"));
-        ck_assert_ptr_nonnull(strstr(pptx, "ld.shared.v4.u32"));
-        free(ptx);
-        free(pptx);
-    }
-    const struct { const char *spec; wb_config c; } bad[] = {
-        {"fp8", {.direct_w = 1, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA}},
-        {"fp8", {.direct_w = 1, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1}},
-        {"a=e4m3,w=int4,ws=f32,g=0", {.direct_w = 1}},
-        {"w4a16", {.direct_w = 1}},
-        {"int8", {.direct_w = 1, .mma = WB_MMA_SYNC}},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *ptx = NULL;
-        ck_assert_int_eq(ptx_for(bad[i].spec, WB_ARCH_SM90A, bad[i].c, &ptx), WB_ERR_UNSUPPORTED);
-        ck_assert_ptr_nonnull(strstr(wb_last_error(), "--direct-w"));
-    }
-}
-END_TEST
-
 /* --split-k 2: a pair of blocks (.reqnctapercluster 2, 1, 1) on each output tile, twice the blocks along
  * x, the same tile as without it; the second block's sums stored into the first's shared memory between
  * two cluster barriers; asking for it asks for wgmma; refused on mma.sync, with --persistent or
@@ -1298,7 +1249,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
@@ -1469,7 +1420,6 @@ int main(void)
     tcase_add_test(t, a16_load_choice);
     tcase_add_test(t, persistent_grid);
     tcase_add_test(t, cluster_pairs);
-    tcase_add_test(t, direct_w_loads);
     tcase_add_test(t, split_k_pairs);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);

@@ -854,36 +854,6 @@ START_TEST(tma_cluster_matches_reference)
 }
 END_TEST
 
-/* --direct-w (lower_wgmma.c): each consumer warp loads its code words from global memory into the
- * registers of a later phase of the unrolled loop (s8: three phases, two tiles ahead; fp8: two, one
- * tile ahead), the producer copying only activations. K of 1 to 5 block tiles, so that the loop ends
- * after every phase and the loads past K are clamped to the last tile (a load outside the weights
- * fails the case); single blocks and clusters of two, fp8's two-level sums, groups on both operands
- * (fp8-block), a bias, split K. */
-START_TEST(tma_direct_w_matches_reference)
-{
-    static const struct { const char *spec; int64_t m, n, k; int mt, stages, cluster, split; } cases[] = {
-        {"int8", 100, 256, 128, 8, 3, 1, 1},
-        {"int8,bias=1", 300, 256, 256, 16, 4, 1, 1},
-        {"int8", 100, 512, 384, 8, 3, 2, 1},
-        {"int8", 100, 256, 512, 16, 3, 1, 1},
-        {"int8,out=f16", 100, 512, 640, 8, 4, 2, 1},
-        {"fp8", 100, 256, 128, 8, 3, 1, 1},
-        {"fp8,out=f16,bias=1", 300, 512, 384, 8, 4, 2, 1},
-        {"a=e5m2,w=e5m2,ws=f32,g=0", 100, 256, 640, 16, 3, 1, 1},
-        {"fp8-block", 100, 256, 512, 8, 3, 1, 1},
-        {"fp8", 100, 256, 1024, 8, 4, 1, 2},
-        {"int8", 100, 256, 768, 8, 4, 1, 2},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages, .cluster = cases[i].cluster, .split_k = cases[i].split,
-                       .direct_w = 1};
-        run_case(cases[i].spec, WB_ARCH_SM90A, cases[i].m, cases[i].n, cases[i].k, c);
-    }
-}
-END_TEST
-
 /* --split-k 2: pairs of blocks on one output tile, each taking half of K, the second's sums stored into
  * the first's shared memory (st.shared::cluster) and added there between two cluster barriers; run two
  * blocks at a time against the float64 reference: the TMA pipeline (16-bit activations, zero points,
@@ -1354,7 +1324,6 @@ int main(void)
     tcase_set_timeout(cl, 600);
     tcase_add_test(cl, cluster_multicast_kernel);
     tcase_add_test(cl, tma_cluster_matches_reference);
-    tcase_add_test(cl, tma_direct_w_matches_reference);
     suite_add_tcase(s, cl);
     TCase *bs = tcase_create("tcgen05 block-scaled"); /* CK_RUN_CASE="tcgen05 block-scaled" */
     tcase_set_timeout(bs, 600);

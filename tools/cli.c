@@ -19,7 +19,6 @@ static const struct {
     [O_WARPSN] = {"warps-n", 0},  [O_WARPSK] = {"warps-k", 0}, [O_KSLICES] = {"k-slices", 0},
     [O_CLUSTER] = {"cluster", 0}, [O_SPLITK] = {"split-k", 0},
     [O_BATCH_INVARIANT] = {"batch-invariant", 1}, [O_PERSISTENT] = {"persistent", 1},
-    [O_DIRECTW] = {"direct-w", 1},
     [O_ANNOTATE] = {"annotate", 1}, [O_PLAIN] = {"plain", 1}, [O_HASH] = {"hash", 1},
     [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1}, [O_DISPATCH] = {"dispatch", 1},
     [O_COMPILE] = {"compile", 1},
@@ -190,8 +189,6 @@ static int parse_config(cli_args *a)
         a->cfg.batch_invariant = a->have_cfg = 1;
     if (cli_has(a, O_PERSISTENT))
         a->cfg.persistent = a->have_cfg = 1;
-    if (cli_has(a, O_DIRECTW))
-        a->cfg.direct_w = a->have_cfg = 1;
     return 0;
 }
 

@@ -34,7 +34,6 @@ typedef struct plan_case {
                     * clusters of two blocks sharing the activation tile (--cluster 2) */
     int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
     int split;     /* forced: pairs of blocks each taking half of K (--split-k 2) */
-    int direct;    /* forced: code words from global memory into registers (--direct-w) */
 } plan_case;
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -46,7 +45,6 @@ static const char *case_choices(const plan_case *c)
            : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
            : c->split   ? "--split-k,2"
-           : c->direct  ? "--direct-w"
                         : "";
 }
 
@@ -257,16 +255,6 @@ static int plan_split(plan *p, int quick, int arch)
                        offsetof(plan_case, split), (wb_config){.split_k = 2});
 }
 
-/* --direct-w, forced (the TMA pipeline, whatever else the heuristic picks: clusters of two at 4096,
- * single blocks at 1000): W8A8 with per-channel and with block scales, where the target builds them. */
-static int plan_direct(plan *p, int quick, int arch)
-{
-    static const char *const specs[] = {"fp8", "int8", "fp8-block"};
-    static const int64_t ms[] = {1000, 4096};
-    return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 0, ms, sizeof ms / sizeof ms[0],
-                       offsetof(plan_case, direct), (wb_config){.direct_w = 1});
-}
-
 static int plan_big(plan *p, int quick)
 {
     static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=0"};
@@ -449,7 +437,6 @@ static wb_config case_forced(const plan_case *pc)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
     if (pc->split)
         c.split_k = 2;
-    c.direct_w = pc->direct;
     return c;
 }
 
@@ -829,7 +816,7 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         if (quantized_acts(&f) && quantize_random_acts(&h, &rng) != 0)
             snprintf(why, sizeof why, "quantizing the activations failed: %s", wb_last_error());
         wb_config forced = case_forced(pc);
-        int forces = pc->invariant || pc->tma || pc->slices || pc->split || pc->direct;
+        int forces = pc->invariant || pc->tma || pc->slices || pc->split;
         if (!why[0] &&
             run_gpu(t, &h, twice, invariant_m, forces ? &forced : NULL, sha, cfg, sha2, cfg2, why, sizeof why) == 0 &&
             compare(&h, &rng, pc->full, &err, &bad) == 0) {
@@ -860,7 +847,6 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
            pc->tma ? " (TMA loads)" :
            pc->slices ? " (k_slices 4)" :
            pc->split ? " (split K, pairs)" :
-           pc->direct ? " (weights direct)" :
            twice ? " (twice, bitwise)" : "",
            cfg2[0] ? cfg2 : cfg[0] ? cfg : "-", err, ok ? "" : ": ", why);
     fflush(stdout);
@@ -992,7 +978,7 @@ int cmd_selftest(int argc, char **argv)
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
         (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick, arch)) ||
-        (rc = plan_split(&p, quick, arch)) || (rc = plan_direct(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)))
+        (rc = plan_split(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;
