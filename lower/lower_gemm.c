@@ -1051,17 +1051,24 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 /* ---- epilogue: split-K reduction through shared memory, bias, round, guarded store */
 
 /* W8A8: the sum (the exact s32 one taken to f32, or the fp8 MMA's f32 one), times the channel's scale,
- * times the token's (read from p_ascale; the caller has checked tok < M). */
-wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
+ * times the token's: as, loaded by the caller, or (id -1) read here from p_ascale (the caller has
+ * checked tok < M). */
+static wb_reg scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok, wb_reg as)
 {
-    wb_reg as = wb_new_reg(L->f, WB_RC_F32);
-    if (!L->fmt->ag) /* with ag, the slices were scaled one by one (wb_gemm_scale_part) */
+    if (!L->fmt->ag && as.id < 0) { /* with ag, the slices were scaled one by one (wb_gemm_scale_part) */
+        as = wb_new_reg(L->f, WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as), wb_r(addr64(L, L->ascale, tok, 4)));
+    }
     wb_reg v = s32_sums(L) ? cvt(L, "rn.f32.s32", WB_RC_F32, sum) : sum;
     if (L->w4_factor != 1.0f) /* 4-bit weights went through the MMA scaled (lower_widen.c) */
         v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_f32(L->w4_factor));
     v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(wscale));
     return L->fmt->ag ? v : op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(as));
+}
+
+wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok)
+{
+    return scale_sum(L, sum, wscale, tok, (wb_reg){-1});
 }
 
 /* fp4 activations: the product of the tensor scales that multiply the f32 sums (chan: the biases, then
@@ -1222,6 +1229,21 @@ static void lower_epilogue(lw *L, int acc)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
     }
     wb_reg global = wb_gemm_tensor_scale(L);
+    /* W8A8 per token: the scales of the thread's 2 m_tiles tokens (a token past M reads row M - 1's),
+     * all loaded before the first is used, so their latencies overlap, and each loaded once for both
+     * of its channels */
+    wb_reg as[2 * 32]; /* m_tiles <= 32 (legalize) */
+    for (int j = 0; j < 2 * L->cfg->m_tiles; j++) {
+        as[j] = (wb_reg){-1};
+        if (!L->w8a8 || L->fmt->ag)
+            continue;
+        wb_reg tok = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0)),
+                          (j >> 1) * 8 + (j & 1));
+        wb_reg in = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_MIN, "u32", 3, wb_r(in), wb_r(tok), wb_r(addi(L, L->m, -1)));
+        as[j] = wb_new_reg(L->f, WB_RC_F32);
+        wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as[j]), wb_r(addr64(L, L->ascale, in, 4)));
+    }
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)
         for (int i = 0; i < 4; i++) {
@@ -1233,7 +1255,7 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
             wb_reg v = c[mt * 4 + i];
             if (L->w8a8)
-                v = wb_gemm_scale_sum(L, v, wscale[i >> 1], tok);
+                v = scale_sum(L, v, wscale[i >> 1], tok, as[2 * mt + (i & 1)]);
             if (global.id >= 0)
                 v = op2(L, WB_OP_MUL_F32, NULL, WB_RC_F32, wb_r(v), wb_r(global));
             if (L->fmt->bias)
