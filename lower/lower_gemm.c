@@ -1229,7 +1229,7 @@ static void lower_epilogue(lw *L, int acc)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(wscale[h]), wb_r(addr64(L, L->chan, addi(L, ch, h * 8), 4)));
     }
     wb_reg global = wb_gemm_tensor_scale(L);
-    /* W8A8 per token: the scales of the thread's 2 m_tiles tokens (a token past M reads row M - 1's),
+    /* W8A8 per token: the scales of the thread's 2 x m_tiles tokens (a token past M reads row M - 1's),
      * all loaded before the first is used, so their latencies overlap, and each loaded once for both
      * of its channels */
     wb_reg as[2 * 32]; /* m_tiles <= 32 (legalize) */
