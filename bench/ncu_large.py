@@ -1,5 +1,5 @@
-"""One launch of torch._scaled_mm (e4m3, per-token x per-channel f32 scales, bf16 out) and of
-torch._int_mm at M x N x K, for ncu to profile beside warble's kernels (bench/ncu_large.sh)."""
+"""Three launches of torch._scaled_mm (e4m3, per-token x per-channel f32 scales, bf16 out; --fast:
+fast accumulation) at M x N x K, for ncu to profile beside warble's kernels (bench/ncu_large.sh)."""
 import sys
 
 import torch
