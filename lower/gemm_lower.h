@@ -40,6 +40,8 @@ typedef struct lw {
     const char *loop_head;             /* label of the K loop */
     plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
     wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
+    wb_reg wfrag_hi;                   /* 8-bit codes: the address of the lane's words 4..7 of its chunk 0
+                                          (their 16-byte halves are swapped where gid is odd) */
     int scale_f32;                     /* scales go to an f32 product (mma_scaled), not to the weights */
     int raw;                           /* the raw dequant rule (wb_dequant_raw): lifted codes, the zero by
                                           a second MMA, sums times 2^(24 - lift) after K */

@@ -6,7 +6,8 @@
  * then, with a zero point, 8 u32 pairs of -(magic + zero) (zp=int) or -zero*scale (zp=fp) in the
  * compute type T.
  * W8A8 (a=s8, w=int8): per strip and k64 chunk 32 lanes x 8 words, the lane's words being its MMA A
- * registers of m16n8k32 as they are: [k32 step 0: a0 a1 a2 a3][step 1: a0 a1 a2 a3], s8 codes as bytes.
+ * registers of m16n8k32 as they are: [k32 step 0: a0 a1 a2 a3][step 1: a0 a1 a2 a3], s8 codes as bytes
+ * (the two steps swapped where gid is odd: wb_code_word_swap, as for every 8-bit layout).
  * No scale records; the f32 channel scales are in the chan array (then the bias).
  * fp4 activations (a=e2m1): the 16-bit layout (their codes become a 16-bit tile in shared memory).
  * W4A4 (a=s4, w=int4): per strip and k64 chunk 32 lanes x 4 words, word j being register j of the
@@ -67,6 +68,10 @@ int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch);
  * pairs in registers and multiplied by f16 m16n8k16 MMAs with f32 sums (lower_widen.c); the weights
  * keep their W8A8 packing, the activations their 8-bit tile */
 int wb_w4a8_f16(const wb_format *f, wb_arch arch);
+/* 8-bit codes: a lane whose gid (lane / 4) is odd holds the two 16-byte halves of its 32 bytes of a k64
+ * chunk swapped (its word w at w ^ 4), so that each of the warp's two 16-byte loads of a chunk meets
+ * every bank once (wb_gemm_load_w_words): lanes 32 bytes apart would read two to a bank. */
+static inline int wb_code_word_swap(int bits, int lane) { return bits == 8 && (lane & 4) ? 4 : 0; }
 /* The most 16-byte copies one thread makes of one tile (activations, codes or scales) per stage. */
 int wb_layout_copy_slots(const wb_layout *L);
 /* k64 slices a warp takes from a stage: k_slices, at least 1. */

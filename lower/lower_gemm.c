@@ -376,6 +376,11 @@ static wb_reg plan_frag_w(lw *L)
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
                     L->lay.w_off);
+    if (L->fmt->w.bits == 8) { /* words 0..3 are 16 bytes on where gid is odd (wb_code_word_swap) */
+        L->wfrag = op2(L, WB_OP_ADD, "u32", WB_RC_B32, wb_r(L->wfrag),
+                       wb_r(op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_r(andi(L, L->lane, 4)), wb_imm(2))));
+        L->wfrag_hi = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->wfrag), wb_imm(16));
+    }
     return slot_idx;
 }
 
@@ -576,11 +581,14 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh)
 {
     /* B words of each k64 chunk of the slice, the chunks 128 * B bytes apart */
     int bits = L->fmt->w.bits, words = wb_gemm_w_words(L), vec = bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
-    wb_reg base = at_read(L, L->wfrag, L->lay.w_bytes);
+    wb_reg base = at_read(L, L->wfrag, L->lay.w_bytes), hi = {-1};
+    if (bits == 8) /* words 4..7 of each chunk: the other 16-byte half (wb_code_word_swap) */
+        hi = at_read(L, L->wfrag_hi, L->lay.w_bytes);
     for (int i = 0; fresh && i < words; i++)
         q[i] = wb_new_reg(L->f, WB_RC_B32);
     for (int i = 0; i < words; i += vec) {
-        wb_reg addr = addi(L, base, (i / bits) * 128 * bits + 4 * (i % bits));
+        wb_reg addr = bits == 8 ? addi(L, i % 8 ? hi : base, (i / 8) * 1024)
+                                : addi(L, base, (i / bits) * 128 * bits + 4 * (i % bits));
         if (vec == 4)
             wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[i]), wb_r(q[i + 1]), wb_r(q[i + 2]), wb_r(q[i + 3]),
                     wb_r(addr));

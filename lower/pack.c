@@ -83,18 +83,19 @@ static wb_status pack_codes(const wb_format *f, int64_t n, int64_t k, const uint
             code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             uint32_t u = (uint32_t)(code ^ sign);
             uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
+            int swap = wb_code_word_swap(bits, lane);
             for (int p = 0; p < cs.nplanes; p++) {
                 const wb_plane *pl = &cs.plane[p];
                 int word, bit;
                 if (wb_plane_split(pl, step, reg)) { /* bit by bit */
                     for (int i = 0; i < pl->width; i++) {
                         wb_plane_bit(pl, step, reg, i, &word, &bit);
-                        lw[word] |= (u >> (pl->offset + i) & 1) << (bit + 16 * half);
+                        lw[word ^ swap] |= (u >> (pl->offset + i) & 1) << (bit + 16 * half);
                     }
                     continue;
                 }
                 wb_plane_field(pl, step, reg, &word, &bit);
-                lw[word] |= (u >> pl->offset & ((1u << pl->width) - 1)) << (bit + 16 * half);
+                lw[word ^ swap] |= (u >> pl->offset & ((1u << pl->width) - 1)) << (bit + 16 * half);
             }
         }
     return WB_OK;
@@ -125,7 +126,8 @@ static int64_t w8a8_word(const wb_format *f, int64_t k, int64_t row, int64_t col
     }
     w8a8_coords((int)(row % 16), (int)(col % WB_KW), &lane, &word, &byte);
     *shift = 8 * byte + (bits == 4 ? 4 * (word & 1) : 0);
-    return ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * bits + word * bits / 8;
+    int64_t lane_word = ((row / 16 * (k / WB_KW) + col / WB_KW) * 32 + lane) * bits;
+    return lane_word + (word ^ wb_code_word_swap(bits, lane)) * bits / 8;
 }
 
 /* W8A8 codes are the s8 or fp8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA.
@@ -328,6 +330,7 @@ wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k
             int lane, step, reg, half;
             code_coords((int)(row % 16), (int)(col % WB_KW), &lane, &step, &reg, &half);
             const uint32_t *lw = pw + ((row / 16 * chunks + col / WB_KW) * 32 + lane) * bits;
+            int swap = wb_code_word_swap(bits, lane);
             uint32_t u = 0;
             for (int q = 0; q < cs.nplanes; q++) {
                 const wb_plane *pl = &cs.plane[q];
@@ -335,12 +338,12 @@ wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k
                 if (wb_plane_split(pl, step, reg)) { /* bit by bit */
                     for (int i = 0; i < pl->width; i++) {
                         wb_plane_bit(pl, step, reg, i, &word, &bit);
-                        u |= (lw[word] >> (bit + 16 * half) & 1) << (pl->offset + i);
+                        u |= (lw[word ^ swap] >> (bit + 16 * half) & 1) << (pl->offset + i);
                     }
                     continue;
                 }
                 wb_plane_field(pl, step, reg, &word, &bit);
-                u |= (lw[word] >> (bit + 16 * half) & ((1u << pl->width) - 1)) << pl->offset;
+                u |= (lw[word ^ swap] >> (bit + 16 * half) & ((1u << pl->width) - 1)) << pl->offset;
             }
             codes[row * k + col] = (uint8_t)(u ^ (uint32_t)sign);
         }

@@ -243,8 +243,8 @@ static emitted check_tile(const char *spec, uint64_t *st, const mode *md)
     int rec16 = lay.rec_bytes / 2;
     for (int lane = 0; lane < 32; lane++) {
         int gid = lane / 4, tig = lane % 4;
-        for (int i = 0; i < bits; i++)
-            regs[words[i].id] = pw[lane * bits + i];
+        for (int i = 0; i < bits; i++) /* the kernel's loads: 8-bit codes swapped where gid is odd */
+            regs[words[i].id] = pw[lane * bits + (i ^ wb_code_word_swap(bits, lane))];
         for (int gi = 0; gi < gpc; gi++) {
             const uint16_t *r = ps + gi * rec16; /* chunk 0: groups 0.. */
             uint32_t sp = r[2 * gid] | (uint32_t)r[2 * gid + 1] << 16;

@@ -119,7 +119,8 @@ START_TEST(pack_w8a8_fragments)
                                 int step = word / 4, reg = word % 4, gid = lane / 4, tig = lane % 4;
                                 int64_t row = strip * 16 + gid + 8 * (reg & 1);
                                 int64_t col = chunk * 64 + step * 32 + (reg >> 1) * 16 + tig * 4 + byte;
-                                uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 8 + word];
+                                int at = word ^ (gid & 1 ? 4 : 0); /* the steps swapped where gid is odd */
+                                uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 8 + at];
                                 ck_assert_uint_eq((v >> (8 * byte)) & 0xff, w[row * k + col]);
                             }
             ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
