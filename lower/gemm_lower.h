@@ -90,9 +90,6 @@ typedef struct lw {
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
                                           registers double-buffered (see wb_wgmma_steps) */
-    int halves;                          /* pp, fp8 with per-channel scales, 8 or more m-tiles: each slice's
-                                          group split in two by tokens, the first half's product added to
-                                          the sums while the second half's group runs (wb_wgmma_steps) */
     int half;                          /* pp: which half of the loop body is being lowered */
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */

@@ -1319,7 +1319,6 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
     L.pp = L.rot && L.w8a8;
-    L.halves = L.pp && L.a8_float && !L.grouped && k->cfg.m_tiles >= 8;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");

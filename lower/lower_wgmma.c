@@ -109,21 +109,15 @@ static void land_next(lw *L, int pending, int dist)
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(past));
 }
 
-/* fp8: add the slice's product registers from..to - 1, complete, to the f32 sums (the two-level
- * accumulation below). */
-static void promote_range(lw *L, int from, int to)
-{
-    for (int i = from; L->part && i < to; i++)
-        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
-}
-
+/* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
 static void promote(lw *L)
 {
     if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
         wb_gemm_scale_part(L, L->vals_acc, L->part, L->sscale);
         return;
     }
-    promote_range(L, 0, L->cfg->m_tiles * 4);
+    for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
+        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
 }
 
 /* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
@@ -141,17 +135,10 @@ static void promote(lw *L)
 static void tile_end(lw *L)
 {
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
-    if (L->halves) { /* the first half's product goes into the sums while the second half's group runs */
-        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1));
-        promote_range(L, 0, L->cfg->m_tiles * 2);
-    }
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     if (L->tma)
         wb_tma_release(L, L->kt);
-    if (L->halves)
-        promote_range(L, L->cfg->m_tiles * 2, L->cfg->m_tiles * 4);
-    else
-        promote(L);
+    promote(L);
     if (L->grouped && L->sscale) { /* the next tile's factors, unless it is past K */
         wb_reg next = addi(L, L->kt, 1), in = wb_new_reg(L->f, WB_RC_PRED);
         wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(next), wb_r(L->nkt));
@@ -188,25 +175,23 @@ enum { WGMMA_STEPS = 4 };
 void wb_wgmma_frag_desc(lw *L, int value)
 {
     int steps = WGMMA_STEPS;
-    wb_reg *d = value_regs(L, value, L->halves ? 2 * steps : steps);
+    wb_reg *d = value_regs(L, value, steps);
     if (!d)
         return;
     wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
     if (L->cfg->warps_k > 1) /* split K: warpgroup wk reads slice wk of the tile, bm rows of 128 bytes on */
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(base));
     wb_reg lo = smem_desc_lo(L, base);
-    /* halves: then the same steps of the tile's second half of tokens, bm / 2 rows of 128 bytes on */
-    for (int i = 0; i < (L->halves ? 2 : 1) * steps; i++) {
-        d[i] = wb_new_reg(L->f, WB_RC_B64);
-        int at = 2 * (i % steps) + (i / steps) * (L->lay.bm / 2 * 128 >> 4);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[i]), wb_r(addi(L, lo, at)), wb_r(L->desc_hi));
+    for (int step = 0; step < steps; step++) {
+        d[step] = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
     }
 }
 
 /* The wgmma shape and types: A is the weights, B the activations. */
 static const char *wgmma_shape(lw *L)
 {
-    int n = 8 * L->cfg->m_tiles / (L->halves ? 2 : 1);
+    int n = 8 * L->cfg->m_tiles;
     char an[8], wn[8];
     if (L->a8_float)
         return wb_arena_printf(L->f->arena, "m64n%dk32.f32.%s.%s", n, wb_gemm_mma_w_type(L, wn),
@@ -258,15 +243,12 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
     if (L->grouped && !L->rot && (L->sscale = wb_gemm_new_slice_scales(L))) /* used after the wait (promote) */
         wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
-    wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
-    for (int h = 0; h < (L->halves ? 2 : 1); h++) { /* halves: a group for each half of the tokens */
-        int n = L->halves ? nacc / 2 : nacc;
-        for (int step = 0; step < steps; step++)
-            wb_emit(L->f, op, shape, 4, wb_list((L->part ? L->part : c) + h * n, n), wb_list(&a[step * 4], 4),
-                    wb_r(desc[h * steps + step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
-        wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    }
+    wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
+    for (int step = 0; step < steps; step++)
+        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&a[step * 4], 4),
+                wb_r(desc[step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
+    wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
     if (!L->rot) {
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
         promote(L);
