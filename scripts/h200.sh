@@ -20,6 +20,10 @@
 #   scripts/h200.sh tables              the selftest of the kernels the ledger lacks, the weight types at M = 1
 #                                       (two shapes), the W4A16 suite beside torch, wgmma sweeps (W4A16 and
 #                                       fp8 at M = 16384 on TMA, W4A8-fp8 and fp8 at M = 16)
+#   scripts/h200.sh fp8why              the selftest of the kernels the ledger lacks, fp8 at M = 16384 as picked,
+#                                       persistent and without clusters, int8 at 16 and 32 m-tiles, W4A8
+#                                       (events), then ncu with per-instruction stalls (bench/ncu_source.py)
+#                                       of fp8, _scaled_mm and int8 at 16 m-tiles
 #   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 at
 #                                       M = 16384 on cp.async, TMA, TMA persistent and TMA in clusters of two
 #                                       (bench/ab_tma.sh), ncu counters of three decode kernels, W4A16 on TMA
@@ -306,6 +310,28 @@ if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside
   PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192,28672x4096 \
     --m 1 --spec "$formats" --out "$LOGS/formats.jsonl" >"$LOGS/formats.log" 2>&1 || tail -20 "$LOGS/formats.log"
   python3 bench/report.py "$LOGS/formats.jsonl" >"$LOGS/formats.md" 2>&1
+  exit 0
+fi
+if [ "$mode" = fp8why ]; then # the kernels the ledger lacks; what holds fp8 back at M = 16384 (docs/perf.md)
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  # events timing, two rounds interleaved: fp8 as picked, persistent, without clusters; int8 at fp8's
+  # 128-token tile and at its own; W4A8 (e4m3 x int4)
+  for round in 1 2; do
+    for c in "fp8|" "fp8|--persistent" "fp8|--cluster 1" "int8|--m-tiles 16" "int8|" "a=e4m3,w=int4,ws=f32,g=0|"; do
+      IFS='|' read -r spec flags <<<"$c"
+      # shellcheck disable=SC2086
+      timeout 40 build/warble bench "$spec" --m 16384 --n 8192 --k 8192 $flags --json 2>>"$LOGS/why.err" |
+        sed "s/^{/{\"flags\": \"$flags\", \"round\": $round, /" >>"$LOGS/why.jsonl"
+    done
+  done
+  pack
+  # where the warps wait, per SASS instruction: fp8 beside _scaled_mm, then int8 at 16 m-tiles
+  OUT=$LOGS/ncu SPECS=fp8 step 200 bash bench/ncu_large.sh
+  OUT=$LOGS/ncu SPECS=int8 FLAGS="--m-tiles 16" TORCH=0 step 100 bash bench/ncu_large.sh
+  for f in "$LOGS"/ncu/*.source.csv; do python3 bench/ncu_source.py "$f" >"${f%.csv}.top.txt" 2>&1; done
+  rm -f "$LOGS"/ncu/*.ncu-rep
   exit 0
 fi
 if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants at large M, decode counters, persistent beside torch
