@@ -104,7 +104,14 @@
  * its own block's phases: a multicast into a peer's chunk needs each of the peer's readers to have
  * released it on the issuing block's mbarrier (a remote arrival) in a phase the issuing thread has seen.
  * After a bar.warp.sync, every arrival of a lane (its block's, a peer's) releases the reads of the
- * lanes that have read nothing since the meeting. */
+ * lanes that have read nothing since the meeting.
+ *
+ * Bank conflicts (a performance property, not a fault: counted, not failed): each warp's first
+ * execution of each ld.shared.v4 in a block is served as the hardware serves 16-byte loads, a quarter
+ * warp at a time, in as many wavefronts as the most distinct 128-byte rows its lanes read in one of
+ * the 32 banks; interp_v4_extra_wavefronts() gives the wavefronts past one a quarter warp (note_v4).
+ * The W8A8 tests require none: loading the 8-bit code words as they were packed before the halves
+ * were swapped (lanes 32 bytes apart) gives 128 to 3072 extra and fails them. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,7 +274,16 @@ typedef struct emu {
     int rank, csize;
     struct emu *peer;
     int ended;
+    /* bank conflicts of 16-byte shared loads (note_v4): per instruction its index among the
+     * ld.shared.v4 (-1: another), and per warp and such load the addresses of its first execution in
+     * the block, the lanes that have given theirs, and whether it was counted */
+    int *v4_slot, nv4;
+    uint32_t *v4_addr, *v4_seen;
+    uint8_t *v4_done;
 } emu;
+
+/* Extra shared-memory wavefronts of ld.shared.v4 since run_func began (interp_v4_extra_wavefronts). */
+static long v4_extra;
 
 /* Text for messages, returned by value (a temporary lives to the end of the call that prints it). */
 typedef struct name_buf {
@@ -1345,6 +1361,45 @@ static uint64_t symbol(const emu *e, const char *name)
     return TMAP_ADDR;
 }
 
+/* Bank conflicts of ld.shared.v4, modelled on a warp's first execution of each such load in a block
+ * (its lanes run one after another here, so their addresses are gathered as they come): the hardware
+ * serves 16-byte loads a quarter warp (8 lanes, 128 bytes) at a time, in as many wavefronts as the
+ * most distinct 128-byte rows that its lanes read in one bank (32 banks of 4 bytes). Each wavefront
+ * past the first of a quarter warp counts in v4_extra. A load that not every lane of the warp runs
+ * is not counted. */
+static void note_v4(emu *e, int t, int pc, uint32_t addr)
+{
+    int k = (t / 32) * e->nv4 + e->v4_slot[pc], lane = t % 32;
+    if (e->v4_done[k])
+        return;
+    e->v4_addr[k * 32 + lane] = addr;
+    e->v4_seen[k] |= 1u << lane;
+    if (e->v4_seen[k] != 0xFFFFFFFFu)
+        return;
+    e->v4_done[k] = 1;
+    for (int q = 0; q < 4; q++) {
+        int most = 1;
+        for (int bank = 0; bank < 32; bank++) {
+            uint32_t rows[8];
+            int n = 0;
+            for (int l = 8 * q; l < 8 * q + 8; l++) {
+                uint32_t a = e->v4_addr[k * 32 + l];
+                if (((bank - (int)(a / 4)) & 31) >= 4) /* its 16 bytes: banks a / 4 .. a / 4 + 3 */
+                    continue;
+                int known = 0;
+                for (int j = 0; j < n; j++)
+                    known |= rows[j] == a / 128;
+                if (!known)
+                    rows[n++] = a / 128;
+            }
+            most = n > most ? n : most;
+        }
+        v4_extra += most - 1;
+    }
+}
+
+long interp_v4_extra_wavefronts(void) { return v4_extra; }
+
 static void run_thread(emu *e, int i)
 {
     thread *th = &e->t[i];
@@ -1473,6 +1528,8 @@ static void run_thread(emu *e, int i)
                 global_at(e, val(th, &o[n]), 16, 0);
             else
                 shared_at(e, val(th, &o[n]), 4 * n);
+            if (in->op == WB_OP_LD_SHARED_V4)
+                note_v4(e, i, th->pc, (uint32_t)val(th, &o[n]));
             for (int j = 0; j < n; j++)
                 load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, in->op != WB_OP_LD_GLOBAL_V4);
             break;
@@ -2088,6 +2145,8 @@ static void check_copies_done(const emu *e)
 static void block_reset(emu *e)
 {
     memset(e->smem, 0xA5, (size_t)e->smem_bytes); /* stale shared memory is garbage */
+    memset(e->v4_seen, 0, (size_t)(e->nthreads / 32 * e->nv4 + 1) * sizeof *e->v4_seen);
+    memset(e->v4_done, 0, (size_t)(e->nthreads / 32 * e->nv4 + 1));
     memset(e->reading, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->reading);
     memset(e->written, 0, (size_t)(e->smem_bytes / 4) * sizeof *e->written);
     memset(e->fences, 0, (size_t)e->nthreads * sizeof *e->fences);
@@ -2238,6 +2297,15 @@ static void emu_alloc(emu *e, const wb_func *fn, const wb_launch_dims *dims, con
     for (int i = 0; i < fn->ninsns; i++)
         labels[i] = fn->insns[i].op == WB_OP_LABEL ? fn->insns[i].o[0].text : NULL;
     e->labels = labels;
+    e->v4_slot = malloc((size_t)fn->ninsns * sizeof *e->v4_slot);
+    ck_assert(e->v4_slot);
+    for (int i = 0; i < fn->ninsns; i++)
+        e->v4_slot[i] = fn->insns[i].op == WB_OP_LD_SHARED_V4 ? e->nv4++ : -1;
+    size_t nk = (size_t)(e->nthreads / 32 * e->nv4 + 1);
+    e->v4_addr = malloc(nk * 32 * sizeof *e->v4_addr);
+    e->v4_seen = malloc(nk * sizeof *e->v4_seen);
+    e->v4_done = malloc(nk);
+    ck_assert(e->v4_addr && e->v4_seen && e->v4_done);
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].r = malloc((size_t)fn->nregs * sizeof *e->t[i].r);
         e->t[i].busy = malloc((size_t)fn->nregs * sizeof *e->t[i].busy);
@@ -2256,6 +2324,7 @@ static void emu_free(emu *e)
     free(e->tmem), free(e->tc_read), free(e->tc_recs), free(e->tc_wrote), free(e->tc_unread), free(e->arec);
     free(e->tc_cp), free(e->tc_sf_read);
     free(e->rd), free(e->rd_insn);
+    free(e->v4_slot), free(e->v4_addr), free(e->v4_seen), free(e->v4_done);
     free(e->t);
     free(e->smem);
     free((void *)e->labels);
@@ -2275,6 +2344,7 @@ void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params
           dims.grid[0]);
     if (dims.smem_bytes < 16) /* the quantizer has none */
         dims.smem_bytes = 16;
+    v4_extra = 0;
     emu c[2];
     emu *const pair[2] = {&c[0], &c[1]};
     for (int r = 0; r < cl; r++) {
