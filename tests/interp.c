@@ -107,11 +107,11 @@
  * lanes that have read nothing since the meeting.
  *
  * Bank conflicts (a performance property, not a fault: counted, not failed): each warp's first
- * execution of each ld.shared.v4 in a block is served as the hardware serves 16-byte loads, a quarter
- * warp at a time, in as many wavefronts as the most distinct 128-byte rows its lanes read in one of
- * the 32 banks; interp_v4_extra_wavefronts() gives the wavefronts past one a quarter warp (note_v4).
- * The W8A8 tests require none: loading the 8-bit code words as they were packed before the halves
- * were swapped (lanes 32 bytes apart) gives 128 to 3072 extra and fails them. */
+ * execution of each shared load or store in a block (ld/st.shared, .v2, .v4; every ldmatrix) is
+ * served as the hardware serves it, a phase of lanes at a time (extra_wavefronts), and the wavefronts
+ * past one a phase are counted per kind (interp_shared_extra). The W8A8 tests require none of any
+ * kind in their mma.sync and wgmma kernels: loading the 8-bit code words as they were packed before
+ * the halves were swapped (lanes 32 bytes apart) gives 128 to 3072 extra and fails them. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,16 +274,16 @@ typedef struct emu {
     int rank, csize;
     struct emu *peer;
     int ended;
-    /* bank conflicts of 16-byte shared loads (note_v4): per instruction its index among the
-     * ld.shared.v4 (-1: another), and per warp and such load the addresses of its first execution in
-     * the block, the lanes that have given theirs, and whether it was counted */
-    int *v4_slot, nv4;
-    uint32_t *v4_addr, *v4_seen;
-    uint8_t *v4_done;
+    /* bank conflicts (note_shared): per instruction its index among the per-thread shared loads and
+     * stores (-1: another), and per warp and such access the addresses of its first execution in the
+     * block, the lanes that have given theirs, and whether it was counted */
+    int *sh_slot, nsh;
+    uint32_t *sh_addr, *sh_seen;
+    uint8_t *sh_done;
 } emu;
 
-/* Extra shared-memory wavefronts of ld.shared.v4 since run_func began (interp_v4_extra_wavefronts). */
-static long v4_extra;
+/* Extra shared-memory wavefronts of each kind of access since run_func began (interp_shared_extra). */
+static long sh_extra[INTERP_SH_KINDS];
 
 /* Text for messages, returned by value (a temporary lives to the end of the call that prints it). */
 typedef struct name_buf {
@@ -1361,44 +1361,53 @@ static uint64_t symbol(const emu *e, const char *name)
     return TMAP_ADDR;
 }
 
-/* Bank conflicts of ld.shared.v4, modelled on a warp's first execution of each such load in a block
- * (its lanes run one after another here, so their addresses are gathered as they come): the hardware
- * serves 16-byte loads a quarter warp (8 lanes, 128 bytes) at a time, in as many wavefronts as the
- * most distinct 128-byte rows that its lanes read in one bank (32 banks of 4 bytes). Each wavefront
- * past the first of a quarter warp counts in v4_extra. A load that not every lane of the warp runs
- * is not counted. */
-static void note_v4(emu *e, int t, int pc, uint32_t addr)
+/* Bank conflicts, modelled as the hardware serves shared memory: a warp's accesses of `bytes` each
+ * (4 or fewer, 8, 16) go a phase of 128 / bytes lanes at a time (all 32, half warps, quarter warps;
+ * ldmatrix: one phase a matrix, its 8 row addresses), each phase in as many wavefronts as the most
+ * distinct 128-byte rows that its lanes touch in one of the 32 banks of 4 bytes (lanes reading one
+ * word share it). Returns the wavefronts past one a phase, for the n lanes' addresses. */
+static long extra_wavefronts(const uint32_t *addr, int n, int bytes)
 {
-    int k = (t / 32) * e->nv4 + e->v4_slot[pc], lane = t % 32;
-    if (e->v4_done[k])
-        return;
-    e->v4_addr[k * 32 + lane] = addr;
-    e->v4_seen[k] |= 1u << lane;
-    if (e->v4_seen[k] != 0xFFFFFFFFu)
-        return;
-    e->v4_done[k] = 1;
-    for (int q = 0; q < 4; q++) {
+    int per = bytes >= 16 ? 8 : bytes == 8 ? 16 : 32, width = bytes < 4 ? 1 : bytes / 4;
+    long extra = 0;
+    for (int p0 = 0; p0 < n; p0 += per) {
         int most = 1;
         for (int bank = 0; bank < 32; bank++) {
-            uint32_t rows[8];
-            int n = 0;
-            for (int l = 8 * q; l < 8 * q + 8; l++) {
-                uint32_t a = e->v4_addr[k * 32 + l];
-                if (((bank - (int)(a / 4)) & 31) >= 4) /* its 16 bytes: banks a / 4 .. a / 4 + 3 */
+            uint32_t rows[32];
+            int nr = 0;
+            for (int l = p0; l < p0 + per && l < n; l++) {
+                if (((bank - (int)(addr[l] / 4)) & 31) >= width) /* banks addr / 4 .. + width - 1 */
                     continue;
                 int known = 0;
-                for (int j = 0; j < n; j++)
-                    known |= rows[j] == a / 128;
+                for (int j = 0; j < nr; j++)
+                    known |= rows[j] == addr[l] / 128;
                 if (!known)
-                    rows[n++] = a / 128;
+                    rows[nr++] = addr[l] / 128;
             }
-            most = n > most ? n : most;
+            most = nr > most ? nr : most;
         }
-        v4_extra += most - 1;
+        extra += most - 1;
     }
+    return extra;
 }
 
-long interp_v4_extra_wavefronts(void) { return v4_extra; }
+/* A per-thread shared access (ld/st.shared, .v2, .v4) of thread t at instruction pc: the warp's first
+ * execution of it in the block is counted once every lane has given its address (the lanes run one
+ * after another here). An access that not every lane of the warp makes is not counted. */
+static void note_shared(emu *e, int t, int pc, uint32_t addr, int kind, int bytes)
+{
+    int k = (t / 32) * e->nsh + e->sh_slot[pc], lane = t % 32;
+    if (e->sh_done[k])
+        return;
+    e->sh_addr[k * 32 + lane] = addr;
+    e->sh_seen[k] |= 1u << lane;
+    if (e->sh_seen[k] != 0xFFFFFFFFu)
+        return;
+    e->sh_done[k] = 1;
+    sh_extra[kind] += extra_wavefronts(&e->sh_addr[k * 32], 32, bytes);
+}
+
+long interp_shared_extra(int kind) { return sh_extra[kind]; }
 
 static void run_thread(emu *e, int i)
 {
@@ -1519,23 +1528,31 @@ static void run_thread(emu *e, int i)
         case WB_OP_SMEM_BASE: *d = 0; break;
         case WB_OP_CVTA_GLOBAL: *d = val(th, &o[1]); break;
         case WB_OP_LD_GLOBAL: load(e, in->type, d, val(th, &o[1]), 0); break;
-        case WB_OP_LD_SHARED: load(e, in->type, d, val(th, &o[1]), 1); break;
+        case WB_OP_LD_SHARED:
+            load(e, in->type, d, val(th, &o[1]), 1);
+            note_shared(e, i, th->pc, (uint32_t)val(th, &o[1]), INTERP_SH_LD4, access_bytes(in->type));
+            break;
         case WB_OP_ST_GLOBAL: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 0); break;
-        case WB_OP_ST_SHARED: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1); break;
+        case WB_OP_ST_SHARED:
+            store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1);
+            note_shared(e, i, th->pc, (uint32_t)val(th, &o[0]), INTERP_SH_ST4, access_bytes(in->type));
+            break;
         case WB_OP_LD_GLOBAL_V4: case WB_OP_LD_SHARED_V4: case WB_OP_LD_SHARED_V2: {
             int n = in->op == WB_OP_LD_SHARED_V2 ? 2 : 4;
             if (in->op == WB_OP_LD_GLOBAL_V4) /* the whole vector: aligned, inside a buffer */
                 global_at(e, val(th, &o[n]), 16, 0);
             else
                 shared_at(e, val(th, &o[n]), 4 * n);
-            if (in->op == WB_OP_LD_SHARED_V4)
-                note_v4(e, i, th->pc, (uint32_t)val(th, &o[n]));
+            if (in->op != WB_OP_LD_GLOBAL_V4)
+                note_shared(e, i, th->pc, (uint32_t)val(th, &o[n]), n == 4 ? INTERP_SH_LD16 : INTERP_SH_LD8,
+                            4 * n);
             for (int j = 0; j < n; j++)
                 load(e, "u32", &th->r[o[j].v], val(th, &o[n]) + 4 * (uint64_t)j, in->op != WB_OP_LD_GLOBAL_V4);
             break;
         }
         case WB_OP_ST_SHARED_V4:
             shared_at(e, val(th, &o[0]), 16);
+            note_shared(e, i, th->pc, (uint32_t)val(th, &o[0]), INTERP_SH_ST16, 16);
             for (int j = 0; j < 4; j++)
                 store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 1);
             break;
@@ -1989,8 +2006,12 @@ static void run_collective(emu *e, int base)
     if (in->op == WB_OP_LDMATRIX_X4 || in->op == WB_OP_LDMATRIX_X2) { /* matrix j row q: lane 8j + q's address */
         int nm = in->op == WB_OP_LDMATRIX_X4 ? 4 : 2;
         uint32_t out[32][4];
-        for (int l = 0; l < 8 * nm; l++)
+        uint32_t rows[32];
+        for (int l = 0; l < 8 * nm; l++) {
             shared_at(e, r[l][o[nm].v], 16); /* each row address: 16 bytes, aligned */
+            rows[l] = (uint32_t)r[l][o[nm].v];
+        }
+        sh_extra[INTERP_SH_LDMATRIX] += extra_wavefronts(rows, 8 * nm, 16);
         for (int l = 0; l < 32; l++)
             for (int j = 0; j < nm; j++) { /* lane l gets word l % 4 of row l / 4 of matrix j */
                 uint64_t at = r[8 * j + l / 4][o[nm].v] + 4 * (uint64_t)(l % 4);
@@ -2145,8 +2166,8 @@ static void check_copies_done(const emu *e)
 static void block_reset(emu *e)
 {
     memset(e->smem, 0xA5, (size_t)e->smem_bytes); /* stale shared memory is garbage */
-    memset(e->v4_seen, 0, (size_t)(e->nthreads / 32 * e->nv4 + 1) * sizeof *e->v4_seen);
-    memset(e->v4_done, 0, (size_t)(e->nthreads / 32 * e->nv4 + 1));
+    memset(e->sh_seen, 0, (size_t)(e->nthreads / 32 * e->nsh + 1) * sizeof *e->sh_seen);
+    memset(e->sh_done, 0, (size_t)(e->nthreads / 32 * e->nsh + 1));
     memset(e->reading, 0, (size_t)(e->smem_bytes / 16) * sizeof *e->reading);
     memset(e->written, 0, (size_t)(e->smem_bytes / 4) * sizeof *e->written);
     memset(e->fences, 0, (size_t)e->nthreads * sizeof *e->fences);
@@ -2297,15 +2318,19 @@ static void emu_alloc(emu *e, const wb_func *fn, const wb_launch_dims *dims, con
     for (int i = 0; i < fn->ninsns; i++)
         labels[i] = fn->insns[i].op == WB_OP_LABEL ? fn->insns[i].o[0].text : NULL;
     e->labels = labels;
-    e->v4_slot = malloc((size_t)fn->ninsns * sizeof *e->v4_slot);
-    ck_assert(e->v4_slot);
-    for (int i = 0; i < fn->ninsns; i++)
-        e->v4_slot[i] = fn->insns[i].op == WB_OP_LD_SHARED_V4 ? e->nv4++ : -1;
-    size_t nk = (size_t)(e->nthreads / 32 * e->nv4 + 1);
-    e->v4_addr = malloc(nk * 32 * sizeof *e->v4_addr);
-    e->v4_seen = malloc(nk * sizeof *e->v4_seen);
-    e->v4_done = malloc(nk);
-    ck_assert(e->v4_addr && e->v4_seen && e->v4_done);
+    e->sh_slot = malloc((size_t)fn->ninsns * sizeof *e->sh_slot);
+    ck_assert(e->sh_slot);
+    for (int i = 0; i < fn->ninsns; i++) {
+        wb_op op = fn->insns[i].op;
+        int shared = op == WB_OP_LD_SHARED || op == WB_OP_ST_SHARED || op == WB_OP_LD_SHARED_V2 ||
+                     op == WB_OP_LD_SHARED_V4 || op == WB_OP_ST_SHARED_V4;
+        e->sh_slot[i] = shared ? e->nsh++ : -1;
+    }
+    size_t nk = (size_t)(e->nthreads / 32 * e->nsh + 1);
+    e->sh_addr = malloc(nk * 32 * sizeof *e->sh_addr);
+    e->sh_seen = malloc(nk * sizeof *e->sh_seen);
+    e->sh_done = malloc(nk);
+    ck_assert(e->sh_addr && e->sh_seen && e->sh_done);
     for (int i = 0; i < e->nthreads; i++) {
         e->t[i].r = malloc((size_t)fn->nregs * sizeof *e->t[i].r);
         e->t[i].busy = malloc((size_t)fn->nregs * sizeof *e->t[i].busy);
@@ -2324,7 +2349,7 @@ static void emu_free(emu *e)
     free(e->tmem), free(e->tc_read), free(e->tc_recs), free(e->tc_wrote), free(e->tc_unread), free(e->arec);
     free(e->tc_cp), free(e->tc_sf_read);
     free(e->rd), free(e->rd_insn);
-    free(e->v4_slot), free(e->v4_addr), free(e->v4_seen), free(e->v4_done);
+    free(e->sh_slot), free(e->sh_addr), free(e->sh_seen), free(e->sh_done);
     free(e->t);
     free(e->smem);
     free((void *)e->labels);
@@ -2344,7 +2369,7 @@ void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params
           dims.grid[0]);
     if (dims.smem_bytes < 16) /* the quantizer has none */
         dims.smem_bytes = 16;
-    v4_extra = 0;
+    memset(sh_extra, 0, sizeof sh_extra);
     emu c[2];
     emu *const pair[2] = {&c[0], &c[1]};
     for (int r = 0; r < cl; r++) {

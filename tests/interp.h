@@ -63,10 +63,12 @@ typedef struct fake_tmap {
 void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs,
               const fake_tmap *tm, int cluster);
 
-/* The extra shared-memory wavefronts (bank conflicts) of the last run_func's ld.shared.v4: each
- * warp's first execution of each such load in each block, 16 bytes a lane, a quarter warp one
- * wavefront when no bank serves two 128-byte rows (interp.c, note_v4). */
-long interp_v4_extra_wavefronts(void);
+/* The extra shared-memory wavefronts (bank conflicts) of the last run_func's shared accesses of one
+ * kind: each warp's first execution of each load or store in each block, served a phase of lanes at a
+ * time (interp.c, extra_wavefronts). */
+enum { INTERP_SH_LD16, INTERP_SH_LD8, INTERP_SH_LD4, INTERP_SH_ST16, INTERP_SH_ST4, INTERP_SH_LDMATRIX,
+       INTERP_SH_KINDS };
+long interp_shared_extra(int kind);
 
 /* Run fn(arg) in a child process, where it must fail in the interpreter (interp_fail) with a message
  * that holds want and want2 (when not NULL); fails the test otherwise. what names the case in messages
