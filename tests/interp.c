@@ -1409,6 +1409,13 @@ static void note_shared(emu *e, int t, int pc, uint32_t addr, int kind, int byte
 
 long interp_shared_extra(int kind) { return sh_extra[kind]; }
 
+const char *interp_shared_kind(int kind)
+{
+    static const char *const names[INTERP_SH_KINDS] = {"ld.shared.v4", "ld.shared.v2", "ld.shared",
+                                                       "st.shared.v4", "st.shared",    "ldmatrix"};
+    return names[kind];
+}
+
 static void run_thread(emu *e, int i)
 {
     thread *th = &e->t[i];

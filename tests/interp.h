@@ -69,6 +69,8 @@ void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params
 enum { INTERP_SH_LD16, INTERP_SH_LD8, INTERP_SH_LD4, INTERP_SH_ST16, INTERP_SH_ST4, INTERP_SH_LDMATRIX,
        INTERP_SH_KINDS };
 long interp_shared_extra(int kind);
+/* The instruction a kind names, for messages. */
+const char *interp_shared_kind(int kind);
 
 /* Run fn(arg) in a child process, where it must fail in the interpreter (interp_fail) with a message
  * that holds want and want2 (when not NULL); fails the test otherwise. what names the case in messages

@@ -92,10 +92,8 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
     /* every shared load and store of the mma.sync and wgmma kernels (code words, 8-bit ones swapped
      * where gid is odd; activations by ldmatrix; scales; the epilogue) is free of bank conflicts;
      * tcgen05's stores of its weight tiles and its staging are not yet (docs/perf.md) */
-    static const char *const kind[INTERP_SH_KINDS] = {"ld.shared.v4", "ld.shared.v2", "ld.shared", "st.shared.v4",
-                                                      "st.shared", "ldmatrix"};
     for (int i = 0; i < INTERP_SH_KINDS && b->cfg.mma != WB_MMA_TCGEN05; i++)
-        CHECK(interp_shared_extra(i) == 0, "%s with bank conflicts: %ld extra wavefronts", kind[i],
+        CHECK(interp_shared_extra(i) == 0, "%s with bank conflicts: %ld extra wavefronts", interp_shared_kind(i),
               interp_shared_extra(i));
 }
 
