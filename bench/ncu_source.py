@@ -25,6 +25,9 @@ def main():
     args = ap.parse_args()
     with open(args.csv, newline="") as f:
         lines = [line for line in f if line.startswith('"')]  # ncu's own messages are not quoted
+    # a preamble ("Kernel Name","wb_gemm",) comes before the header row, which names the Address column
+    head = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), 0)
+    lines = lines[head:]
     rows = list(csv.DictReader(lines))
     if not rows:
         sys.exit(f"{args.csv}: no rows (is it ncu's source page as CSV?)")
