@@ -75,6 +75,9 @@ typedef struct lw {
                                           (lower_tma.c) */
     wb_reg tmap, elected, mbar, lead;  /* tma: the map's generic address, thread 0, the first mbarrier, a
                                           consumer warp's lane 0 */
+    wb_reg rbar, rpar, relbar;         /* tma, a consumer: the read stage's full mbarrier and the parity of
+                                          its use (both stepped with L->ro: wb_tma_next_stage), the empty
+                                          mbarrier of the tile it releases next */
     int persist;                       /* cfg.persistent: the block walks the output tiles (lower_tma.c) */
     int cluster;                       /* cfg.cluster 2: a pair of blocks on neighbouring channel tiles
                                           sharing the activation tile by TMA multicast (lower_tma.c) */
@@ -83,8 +86,7 @@ typedef struct lw {
     wb_reg crank, peer;                /* cluster, ksplit: this block's rank in its pair, the other's */
     wb_reg kofs;                       /* ksplit with TMA loads: the first activation column of this block's
                                           half of K (-1: none) */
-    wb_reg tile, ntiles, kbase;        /* persist: the block's tile (raster order), the tile count, the
-                                          block tiles of K consumed before this output tile */
+    wb_reg tile, ntiles;               /* persist: the block's tile (raster order), the tile count */
     const char *tile_head;             /* persist: the consumers' loop over output tiles */
     int rot;                           /* wgmma with the rotated loop (wb_wgmma_kloop_end) */
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
@@ -276,7 +278,6 @@ void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
-void wb_gemm_cluster_sync(lw *L);
 const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);
 void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
@@ -325,8 +326,10 @@ void wb_tcbs_mma(lw *L, const wb_reg *q, const wb_reg *bdesc);
 void wb_wgmma_setup(lw *L);
 /* lower_tma.c: --load tma's producer warp and stage mbarriers */
 void wb_tma_setup(lw *L);
-void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off);
-void wb_tma_release(lw *L, wb_reg tile);
+void wb_tma_first_stage(lw *L);
+void wb_tma_next_stage(lw *L);
+void wb_tma_wait(lw *L, wb_reg tile);
+void wb_tma_release(lw *L);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);

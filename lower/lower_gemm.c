@@ -475,6 +475,8 @@ static void lower_kloop(lw *L)
     L->kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
     if (!L->persist) /* persist: the stages run on from one output tile to the next */
         L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    if (L->tma && !L->persist)
+        wb_tma_first_stage(L);
     /* programmatic dependent launch: everything above overlaps the previous kernel's tail, and so do
      * the first stages' weight codes and scales, which no kernel writes; the activations, their scales
      * and the output wait until the previous kernel has finished */
@@ -530,7 +532,7 @@ static void lower_kloop(lw *L)
         if (L->wg || L->tc) /* make this thread's copies visible to the MMA, which reads the async proxy */
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
-            wb_tma_wait(L, L->kt, L->ro);
+            wb_tma_wait(L, L->kt);
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         if (L->tc)
             wb_tc_top(L);
@@ -1111,23 +1113,21 @@ static void tile_begin(lw *L)
 {
     wb_tma_setup(L);
     L->ro = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    L->kbase = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    wb_tma_first_stage(L);
     L->tile_head = wb_gemm_walk_begin(L, "tile", &L->tile, &L->ntiles);
 }
 
 static void tile_end(lw *L)
 {
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kbase), wb_r(L->kbase), wb_r(L->nkt));
     wb_gemm_walk_next(L, L->tile, L->ntiles, L->tile_head);
     if (L->t->features & WB_FEAT_GRIDDEP)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     wb_emit(L->f, WB_OP_RET, NULL, 0);
 }
 
-/* The threads of a pair of blocks meet (barrier.cluster; threads that have ended count as arrived):
- * cluster, all of them after the mbarriers are set up (lower_tma.c) and the consumers before they end;
- * split_k, around the second block's store of its sums. */
-void wb_gemm_cluster_sync(lw *L)
+/* split_k: the threads of a pair of blocks meet around the second block's store of its sums
+ * (barrier.cluster; threads that have ended count as arrived). */
+static void cluster_sync(lw *L)
 {
     wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
     wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
@@ -1142,7 +1142,7 @@ static void split_sum(lw *L, wb_reg *c, int nacc)
     int consumers = L->lay.consumers, s32 = s32_sums(L);
     wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
             wb_text("split_k: the second block's sums into the first's shared memory, added there"));
-    wb_gemm_cluster_sync(L);
+    cluster_sync(L);
     wb_reg at = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(4), wb_r(L->smem));
     wb_reg first = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(first), wb_r(L->crank), wb_imm(0));
@@ -1152,10 +1152,10 @@ static void split_sum(lw *L, wb_reg *c, int nacc)
     for (int i = 0; i < nacc; i++)
         wb_emit(L->f, WB_OP_ST_SHARED_CLUSTER, s32 ? "s32" : "f32", 2, wb_r(addi(L, remote, (int64_t)i * consumers * 4)),
                 wb_r(c[i]));
-    wb_gemm_cluster_sync(L);
+    cluster_sync(L);
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(add_sums));
-    wb_gemm_cluster_sync(L);
+    cluster_sync(L);
     for (int i = 0; i < nacc; i++) {
         wb_reg v = wb_new_reg(L->f, s32 ? WB_RC_B32 : WB_RC_F32);
         wb_emit(L->f, WB_OP_LD_SHARED, s32 ? "s32" : "f32", 2, wb_r(v), wb_r(addi(L, at, (int64_t)i * consumers * 4)));
@@ -1178,6 +1178,13 @@ static void lower_epilogue(lw *L, int acc)
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
     if (L->ksplit)
         split_sum(L, c, nacc);
+    /* cluster: the other block's consumers may still arrive on this one's mbarriers, and this one's on
+     * the other's: no block ends before every consumer thread of both has arrived, after its last
+     * remote arrival (.release: here, past the K loop), and waited (at the end, after the stores, which
+     * it need not order). The producer warpgroup does not meet them: its copies land in stages both
+     * blocks wait for, and threads that have ended count as arrived. */
+    if (L->cluster)
+        wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
     const char *done = wb_new_label(L->f, "done");
     for (int i = 0; i < nacc && L->raw; i++) /* the raw rule's sums are u x b * 2^(lift - 24) */
         wb_emit(L->f, WB_OP_MUL_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]),
@@ -1274,12 +1281,8 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
-    /* cluster: the other block's consumers may still arrive on this one's mbarriers, and this one's on
-     * the other's: no block ends before every consumer thread of both has arrived here, after its last
-     * remote arrival (.release). The producer warpgroup does not meet them: its copies land in stages
-     * both blocks wait for, and threads that have ended count as arrived. */
-    if (L->cluster)
-        wb_gemm_cluster_sync(L);
+    if (L->cluster) /* (arrived past the K loop) */
+        wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
     if (!L->persist) /* persist: the next output tile first (tile_end) */
         wb_emit(L->f, WB_OP_RET, NULL, 0);
 }

@@ -20,25 +20,36 @@
  * to the consumers' ld.shared: no fence.proxy.async is needed. Measured (docs/perf.md): faster than
  * the cp.async loop for per-channel W8A8 (H100, M = 16384: int8 by 16%, fp8 by 22%) and for W4A16
  * with two consumer warpgroups (H200: 2-16% at M = 256 to 16384); the heuristic's choice there above
- * M = 64. With cfg.persistent (persist) a block walks output tiles, producer and consumers alike, the
- * stage uses counted across them (tile_begin in lower_gemm.c). With cfg.cluster 2 (cluster) blocks
+ * M = 64. Producer and consumers each step a stage offset, its mbarrier's address and the parity of
+ * its use as they go (next_stage), never dividing a tile index by the stage count: ptxas made each such
+ * division a reciprocal in the loop (I2F, MUFU.RCP, F2I, R2UR), between a group's wgmma instructions.
+ * With cfg.persistent (persist) a block walks output tiles, producer and consumers alike, the stages
+ * running on across them (tile_begin in lower_gemm.c). With cfg.cluster 2 (cluster) blocks
  * run in pairs on neighbouring channel tiles: each producer multicasts its half of the activation
  * tile into both blocks, and each consumer warp releases a stage to both producers (wb_tma_release);
  * docs/architecture.md. */
 #include "lower/gemm_lower.h"
 
-/* The full (or, with empty set, the empty) mbarrier of stage index idx. */
-static wb_reg stage_bar(lw *L, wb_reg idx, int empty)
-{
-    wb_reg b = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(idx), wb_imm(8), wb_r(L->mbar));
-    return empty ? addi(L, b, 8 * L->cfg->stages) : b;
-}
+/* The empty mbarrier of the stage whose full one is at full. */
+static wb_reg empty_bar(lw *L, wb_reg full) { return addi(L, full, 8 * L->cfg->stages); }
 
 static wb_reg pred_of(lw *L, wb_op cmp, wb_reg x, int64_t v)
 {
     wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, cmp, "u32", 3, wb_r(p), wb_r(x), wb_imm(v));
     return p;
+}
+
+/* The next stage: its offset off, its full mbarrier bar and the parity par of its use, which flips each
+ * time the offset wraps to stage 0. */
+static void next_stage(lw *L, wb_reg off, wb_reg bar, wb_reg par)
+{
+    int S = L->cfg->stages, stage = L->lay.stage;
+    wb_reg next = addi(L, off, stage), wrap = pred_of(L, WB_OP_SETP_GE, next, (int64_t)S * stage);
+    wb_reg flip = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(par), wb_imm(1)), nbar = addi(L, bar, 8);
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(off), wb_imm(0), wb_r(next), wb_r(wrap));
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(bar), wb_r(L->mbar), wb_r(nbar), wb_r(wrap));
+    wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(par), wb_r(flip), wb_r(par), wb_r(wrap));
 }
 
 /* The producer warp's loop. One lane (elect.sync) posts the stage's bytes and issues every copy: the
@@ -54,13 +65,15 @@ static void produce(lw *L)
     wb_emit(L->f, WB_OP_ELECT, NULL, 1, wb_r(lead));
     /* persist: the same walk over output tiles as the consumers' (tile_begin in lower_gemm.c), stage
      * uses counted by g across tiles; otherwise g is kt */
-    wb_reg g = {-1}, so = {-1}, tile = {-1}, ntiles = {-1};
+    wb_reg g = {-1}, so = {-1}, full = {-1}, use = {-1}, tile = {-1}, ntiles = {-1};
     const char *tile_head = NULL;
     if (L->persist) {
         if (L->t->features & WB_FEAT_GRIDDEP)
             wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
         g = mov(L, "u32", WB_RC_B32, wb_imm(0));
         so = mov(L, "u32", WB_RC_B32, wb_imm(0));
+        full = mov(L, "u32", WB_RC_B32, wb_r(L->mbar));
+        use = mov(L, "u32", WB_RC_B32, wb_imm(0));
         tile_head = wb_gemm_walk_begin(L, "ptile", &tile, &ntiles); /* L->m0, L->strip0: the producer's */
     }
     /* warp slice 0: strip strip0, k chunk 0 (chunks are w_bytes apart, strips kchunks chunks) */
@@ -77,16 +90,18 @@ static void produce(lw *L)
     if ((L->t->features & WB_FEAT_GRIDDEP) && !L->persist)
         wb_emit(L->f, WB_OP_GRIDDEP_WAIT, NULL, 0);
     wb_reg kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    if (!L->persist) /* persist: g and the stage offset so run on across tiles (set before the tile loop) */
+    if (!L->persist) { /* persist: g and the stage (so, full, use) run on across tiles (set before the loop) */
         so = mov(L, "u32", WB_RC_B32, wb_imm(0)), g = kt;
+        full = mov(L, "u32", WB_RC_B32, wb_r(L->mbar));
+        use = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    }
     const char *head = wb_new_label(L->f, "produce"), *fresh = wb_new_label(L->f, "fresh");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
-    wb_reg idx = remi(L, g, S), use = divi(L, g, S);
-    /* a stage's use u > 0 waits until the consumers released use u - 1: its parity is (u - 1) & 1 */
+    /* the stage's use u > 0 (g / S, its parity in use) waits until the consumers released use u - 1,
+     * whose parity is the other */
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, g, S)), wb_text(fresh));
-    mbar_wait(L, stage_bar(L, idx, 1), andi(L, addi(L, use, -1), 1), "empty");
+    mbar_wait(L, empty_bar(L, full), op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(use), wb_imm(1)), "empty");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(fresh));
-    wb_reg full = stage_bar(L, idx, 0);
     /* the bytes are posted before any copy can complete them */
     wb_emit(L->f, WB_OP_MBAR_EXPECT_TX, NULL, 2, wb_r(full), wb_imm(bytes));
     wb_guard_last(L->f, lead, 0);
@@ -136,7 +151,7 @@ static void produce(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
     if (L->persist)
         wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(g), wb_r(g), wb_imm(1));
-    wb_gemm_advance_stage(L, so);
+    next_stage(L, so, full, use);
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
@@ -179,10 +194,14 @@ void wb_tma_setup(lw *L)
         wb_guard_last(L->f, L->elected, 0);
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
-    if (L->cluster) /* no copy or arrival may reach the other block before its mbarriers are set up */
-        wb_gemm_cluster_sync(L);
-    else
+    if (L->cluster) { /* no copy or arrival may reach the other block before its mbarriers are set up:
+                         the fence releases the initializations, so the arrival needs no .release of
+                         its own (which ptxas makes a MEMBAR.ALL.GPU) */
+        wb_emit(L->f, WB_OP_CLUSTER_ARRIVE_RELAXED, NULL, 0);
+        wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
+    } else {
         wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+    }
     const char *consume = wb_new_label(L->f, "consume"), *idle = wb_new_label(L->f, "idle");
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_LT, L->tid, consumers)), wb_text(consume));
     if (give)
@@ -197,31 +216,43 @@ void wb_tma_setup(lw *L)
     L->lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0);
 }
 
-/* A consumer's block tile `tile` of this output tile, counted from the block's first (persist: the
- * stages and their parities run on across output tiles) */
-static wb_reg block_tile(lw *L, wb_reg tile) { return L->persist ? add(L, L->kbase, tile) : tile; }
+/* A consumer at stage 0 (L->ro is 0): its full mbarrier, use 0 (persist: once, the stages then run on
+ * across output tiles). */
+void wb_tma_first_stage(lw *L)
+{
+    L->rbar = mov(L, "u32", WB_RC_B32, wb_r(L->mbar));
+    L->rpar = mov(L, "u32", WB_RC_B32, wb_imm(0));
+    L->relbar = wb_new_reg(L->f, WB_RC_B32);
+}
 
-/* A consumer: wait until block tile `tile` has landed in the stage at stage_off (use tile / stages of
- * it: parity (tile / stages) & 1). A tile past K is never copied: the rotated loop's last iteration
- * asks for tile nkt. */
-void wb_tma_wait(lw *L, wb_reg tile, wb_reg stage_off)
+/* A consumer moves its read stage on (L->ro, L->rbar, L->rpar), keeping the stage it leaves, whose tile
+ * it releases next (L->relbar). */
+void wb_tma_next_stage(lw *L)
+{
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->relbar), wb_r(L->rbar), wb_imm(8 * L->cfg->stages));
+    next_stage(L, L->ro, L->rbar, L->rpar);
+}
+
+/* A consumer: wait until block tile `tile` has landed in the read stage (its full mbarrier, the parity
+ * of its use). A tile past K is never copied: the rotated loop's last iteration asks for tile nkt. */
+void wb_tma_wait(lw *L, wb_reg tile)
 {
     const char *skip = wb_new_label(L->f, "tma_none");
     wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
-    wb_reg g = block_tile(L, tile);
-    mbar_wait(L, stage_bar(L, divi(L, stage_off, L->lay.stage), 0), andi(L, divi(L, g, L->cfg->stages), 1), "full");
+    mbar_wait(L, L->rbar, L->rpar, "full");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
-/* A consumer warp is done with block tile `tile`'s stage (its group is complete, its lanes met at the
- * wait): lane 0 releases it for the warp, after a bar.warp.sync that orders the other lanes' reads
- * before its arrival. One arrival a warp, not a thread: 8 instead of 256 on one shared word a stage. */
-void wb_tma_release(lw *L, wb_reg tile)
+/* A consumer warp is done with the tile of the stage it left last (its group is complete, its lanes
+ * met at the wait): lane 0 releases it for the warp, after a bar.warp.sync that orders the other
+ * lanes' reads before its arrival. One arrival a warp, not a thread: 8 instead of 256 on one shared
+ * word a stage. */
+void wb_tma_release(lw *L)
 {
     wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
-    wb_reg g = block_tile(L, tile), empty = stage_bar(L, remi(L, g, L->cfg->stages), 1);
+    wb_reg empty = L->relbar;
     wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(empty));
     wb_guard_last(L->f, L->lead, 0);
     if (L->cluster) { /* and to the other block's producer, whose multicast writes this block's stage too */

@@ -26,7 +26,7 @@ void wb_wgmma_setup(lw *L)
 void wb_wgmma_land(lw *L, int pending, int ahead)
 {
     if (L->tma) {
-        wb_tma_wait(L, addi(L, L->kt, ahead), L->ro);
+        wb_tma_wait(L, addi(L, L->kt, ahead));
         return;
     }
     wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(pending));
@@ -84,7 +84,10 @@ void wb_wgmma_pp_setup(lw *L)
  * tile kt's group runs. */
 static void land_next(lw *L, int pending, int dist)
 {
-    wb_gemm_advance_stage(L, L->ro);
+    if (L->tma) /* and its mbarriers */
+        wb_tma_next_stage(L);
+    else
+        wb_gemm_advance_stage(L, L->ro);
     wb_wgmma_land(L, pending, 1);
     if (!L->tma) { /* TMA loads: the producer warp refills the stages */
         wb_gemm_issue_ahead(L, addi(L, L->kt, dist));
@@ -137,7 +140,7 @@ static void tile_end(lw *L)
     land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
     if (L->tma)
-        wb_tma_release(L, L->kt);
+        wb_tma_release(L);
     promote(L);
     if (L->grouped && L->sscale) { /* the next tile's factors, unless it is past K */
         wb_reg next = addi(L, L->kt, 1), in = wb_new_reg(L->f, WB_RC_PRED);

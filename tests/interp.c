@@ -1626,10 +1626,12 @@ static void run_thread(emu *e, int i)
             break;
         }
         case WB_OP_CLUSTER_ARRIVE: /* a release to every thread of the cluster that waits past it */
+        case WB_OP_CLUSTER_ARRIVE_RELAXED: /* .relaxed: no release */
             CHECK(th->carrive == th->cwait, "%s (insn %d): barrier.cluster.arrive twice with no wait between",
                   who(e, i).s, th->pc);
             th->carrive++;
-            note_release(e, i, e->rank, REL_CLUSTER, th->carrive);
+            if (in->op == WB_OP_CLUSTER_ARRIVE)
+                note_release(e, i, e->rank, REL_CLUSTER, th->carrive);
             break;
         case WB_OP_CLUSTER_WAIT: /* until every live thread of the cluster has arrived as often: a spin */
             CHECK(th->carrive > th->cwait, "%s (insn %d): barrier.cluster.wait with no barrier.cluster.arrive before "
