@@ -24,9 +24,10 @@
 #                                       persistent and without clusters, int8 at 16 and 32 m-tiles, W4A8
 #                                       (events), then ncu with per-instruction stalls (bench/ncu_source.py)
 #                                       of fp8, _scaled_mm and int8 at 16 m-tiles
-#   BASE=DIR scripts/h200.sh stages     the selftest of the kernels the ledger lacks, the TMA pipeline's large-M
-#                                       kernels beside DIR's (bench/ab_build.sh: fp8, int8, W4A8, W4A16), fp8,
-#                                       int8 and W4A16 beside torch at M = 4096 and 16384
+#   BASE=DIR [CASES=..] [SELFTEST_S=200] [PEERS=1] scripts/h200.sh stages   the selftest of the kernels the
+#                                       ledger lacks, the TMA pipeline's large-M kernels beside DIR's
+#                                       (bench/ab_build.sh: fp8, int8, W4A8, W4A16), (PEERS=1:) fp8, int8 and
+#                                       W4A16 beside torch at M = 4096 and 16384
 #   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 at
 #                                       M = 16384 on cp.async, TMA, TMA persistent and TMA in clusters of two
 #                                       (bench/ab_tma.sh), ncu counters of three decode kernels, W4A16 on TMA
@@ -339,11 +340,12 @@ if [ "$mode" = fp8why ]; then # the kernels the ledger lacks; what holds fp8 bac
 fi
 if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline beside $BASE's, and beside torch
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  { time step "${SELFTEST_S:-200}" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
-  CASES="fp8|16384|8192|8192;int8|16384|8192|8192;a=e4m3,w=int4,ws=f32,g=0|16384|8192|8192;w4a16|16384|8192|8192"
-  CASES="$CASES;fp8|4096|8192|8192;w4a16|4096|8192|8192;w4a16|16384|28672|4096;fp8|16384|28672|4096"
-  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=$CASES step 220 bash bench/ab_build.sh
+  cases="fp8|16384|8192|8192;int8|16384|8192|8192;a=e4m3,w=int4,ws=f32,g=0|16384|8192|8192;w4a16|16384|8192|8192"
+  cases="$cases;fp8|4096|8192|8192;w4a16|4096|8192|8192;w4a16|16384|28672|4096;fp8|16384|28672|4096"
+  [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=${CASES:-$cases} step "${AB_S:-220}" bash bench/ab_build.sh
+  [ "${PEERS:-1}" = 1 ] || exit 0
   for run in "fp8 fp8 4096,16384" "w4a16 f16 4096,16384" "int8 int8 16384"; do
     read -r spec peer ms <<<"$run"
     PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" \
