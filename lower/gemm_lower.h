@@ -78,9 +78,6 @@ typedef struct lw {
     wb_reg rbar, rpar, relbar;         /* tma, a consumer: the read stage's full mbarrier and the parity of
                                           its use (both stepped with L->ro: wb_tma_next_stage), the empty
                                           mbarrier of the tile it releases next */
-    int turns;                         /* tma: consumer warpgroups taking turns (wb_layout_turns), or 0 */
-    wb_reg turn_own, turn_next, tpar;  /* turns: this warpgroup's turn mbarrier, the next one's, the parity
-                                          of this warpgroup's next turn */
     int persist;                       /* cfg.persistent: the block walks the output tiles (lower_tma.c) */
     int cluster;                       /* cfg.cluster 2: a pair of blocks on neighbouring channel tiles
                                           sharing the activation tile by TMA multicast (lower_tma.c) */
@@ -333,8 +330,6 @@ void wb_tma_first_stage(lw *L);
 void wb_tma_next_stage(lw *L);
 void wb_tma_wait(lw *L, wb_reg tile);
 void wb_tma_release(lw *L);
-void wb_tma_turn_wait(lw *L);
-void wb_tma_turn_pass(lw *L);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);

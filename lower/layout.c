@@ -59,8 +59,8 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
     L->mbar_off = L->smem;
-    if (cfg->load == WB_LOAD_TMA) /* a full and an empty mbarrier a stage, and the warpgroups' turns */
-        L->smem += 16 * cfg->stages + 8 * wb_layout_turns(L);
+    if (cfg->load == WB_LOAD_TMA)
+        L->smem += 16 * cfg->stages;
     L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = L->tc_sf_off = 0;
     L->tc_bs = cfg->mma == WB_MMA_TCGEN05 ? wb_isa_tc_block_scale_vec(f, arch) : 0;
     if (cfg->mma == WB_MMA_TCGEN05) {

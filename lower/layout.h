@@ -42,8 +42,7 @@ typedef struct wb_layout {
     int red_bytes;        /* split-K reduction buffer */
     int split_bytes;      /* split_k 2: the second block's f32 (s32) sums, at offset 0 of the first's */
     int mbar_off;         /* TMA loads: per stage a `full` mbarrier (the producer's copies landed), then per
-                             stage an `empty` one (every consumer is done with it), after the stages; then
-                             one per consumer warpgroup for its turn (wb_layout_turns) */
+                             stage an `empty` one (every consumer is done with it), after the stages */
     int tc_a_off;         /* tcgen05: two dequantized weight tiles (128 channels x 128 bytes, swizzled
                              like the activation tile) after the stages, then two mbarriers (one per
                              tile: its MMAs' commit) at tc_mbar_off and the TMEM address at tc_tmem_off */
@@ -73,9 +72,6 @@ int wb_w4a8_f16(const wb_format *f, wb_arch arch);
  * chunk swapped (its word w at w ^ 4), so that each of the warp's two 16-byte loads of a chunk meets
  * every bank once (wb_gemm_load_w_words): lanes 32 bytes apart would read two to a bank. */
 static inline int wb_code_word_swap(int bits, int lane) { return bits == 8 && (lane & 4) ? 4 : 0; }
-/* --load tma: the consumer warpgroups that issue their wgmma groups in turns, each after the one
- * before it (lower_tma.c), with an mbarrier each after the stages' (0: one warpgroup, no turns). */
-static inline int wb_layout_turns(const wb_layout *L) { return L->consumers >= 256 ? L->consumers / 128 : 0; }
 /* The most 16-byte copies one thread makes of one tile (activations, codes or scales) per stage. */
 int wb_layout_copy_slots(const wb_layout *L);
 /* k64 slices a warp takes from a stage: k_slices, at least 1. */

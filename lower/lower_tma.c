@@ -159,39 +159,6 @@ static void produce(lw *L)
         wb_gemm_walk_next(L, tile, ntiles, tile_head);
 }
 
-/* The consumer warpgroups' turns. Warpgroup w issues its n-th wgmma group once warpgroup w - 1 (the
- * last, for w = 0) has issued its own n-th (its (n - 1)-th, for w = 0): the groups reach the tensor
- * cores in a fixed round, whole, so that one warpgroup's group runs while the one before it adds up
- * its product and issues the next, instead of the groups interleaving and every warpgroup finishing,
- * and waiting, at once. turn[w] (after the stages' mbarriers) takes one arrival from each warp of
- * warpgroup w - 1; the last warpgroup arrives once on turn[0] before the loop, so that warpgroup 0's
- * n-th turn is the n-th phase of its barrier, as every warpgroup's is: parity n & 1. */
-static void turns_setup(lw *L)
-{
-    int C = L->turns;
-    wb_reg base = addi(L, L->mbar, 16 * L->cfg->stages), wg = shri(L, L->tid, 7);
-    L->turn_own = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(wg), wb_imm(8), wb_r(base));
-    wb_reg nxt = remi(L, addi(L, wg, 1), C);
-    L->turn_next = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(nxt), wb_imm(8), wb_r(base));
-    L->tpar = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    /* lane 0 of each warp of the last warpgroup: tid - 128 (C - 1) in {0, 32, 64, 96} */
-    wb_reg first = pred_of(L, WB_OP_SETP_EQ, andi(L, addi(L, L->tid, -128 * (C - 1)), ~96), 0);
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(L->turn_next));
-    wb_guard_last(L->f, first, 0);
-}
-
-/* Before a wgmma group: this warpgroup's turn. */
-void wb_tma_turn_wait(lw *L) { mbar_wait(L, L->turn_own, L->tpar, "turn"); }
-
-/* After its commit: the next warpgroup's turn (lane 0 of each warp: its wgmma instructions, warp-wide,
- * have issued). */
-void wb_tma_turn_pass(lw *L)
-{
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(L->turn_next));
-    wb_guard_last(L->f, L->lead, 0);
-    wb_emit(L->f, WB_OP_XOR, "b32", 3, wb_r(L->tpar), wb_r(L->tpar), wb_imm(1));
-}
-
 /* Registers per thread of a block of `threads` (ptxas's split of the 64K register file, in units of 8) */
 static int regs_of(int threads)
 {
@@ -222,10 +189,8 @@ void wb_tma_setup(lw *L)
     /* cluster: a stage is refilled (in both blocks: the activation halves are multicast) once the
      * consumer warps of both have released it */
     int releasers = consumers / 32 * (L->cluster ? 2 : 1);
-    L->turns = wb_layout_turns(&L->lay);
-    for (int s = 0; s < 2 * S + L->turns; s++) { /* full, empty, the turns (one arrival from each warp) */
-        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)),
-                wb_imm(s < S ? 1 : s < 2 * S ? releasers : 4));
+    for (int s = 0; s < 2 * S; s++) {
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : releasers));
         wb_guard_last(L->f, L->elected, 0);
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
@@ -249,8 +214,6 @@ void wb_tma_setup(lw *L)
     if (give)
         wb_emit(L->f, WB_OP_SETMAXNREG_INC, NULL, 1, wb_imm(regs > 256 ? 256 : regs));
     L->lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0);
-    if (L->turns)
-        turns_setup(L);
 }
 
 /* A consumer at stage 0 (L->ro is 0): its full mbarrier, use 0 (persist: once, the stages then run on

@@ -246,16 +246,12 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
     if (L->grouped && !L->rot && (L->sscale = wb_gemm_new_slice_scales(L))) /* used after the wait (promote) */
         wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
-    if (L->turns) /* the warpgroups' groups go to the tensor cores in turns (lower_tma.c) */
-        wb_tma_turn_wait(L);
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)
         wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&a[step * 4], 4),
                 wb_r(desc[step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
-    if (L->turns)
-        wb_tma_turn_pass(L);
     if (!L->rot) {
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
         promote(L);
