@@ -92,6 +92,9 @@ typedef struct lw {
     int wpre_value;                    /* rotated: the code-word value, loaded ahead into wpre */
     int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
                                           registers double-buffered (see wb_wgmma_steps) */
+    int ss;                            /* wgmma reads the weight tile from shared memory by descriptor
+                                          (wb_w8_smem_operand: fp8 on sm_90a); no A registers */
+    wb_reg ss_a;                       /* ss: the warpgroup's weight tile in stage 0 */
     int half;                          /* pp: which half of the loop body is being lowered */
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
     const char *loop_exit;             /* pp: after the loop (K ends after a first half) */

@@ -93,3 +93,8 @@ int64_t wb_layout_groups(const wb_format *f, int64_t k)
 {
     return f->g > 0 ? k / f->g : 1;
 }
+
+int wb_w8_smem_operand(const wb_format *f, wb_arch arch)
+{
+    return arch == WB_ARCH_SM90A && wb_format_w8a8_fp8(f) && f->w.kind == WB_KIND_FLOAT && f->w.bits == 8;
+}

@@ -68,6 +68,11 @@ int wb_tc_widens_s8(const wb_format *f, const wb_config *cfg, wb_arch arch);
  * pairs in registers and multiplied by f16 m16n8k16 MMAs with f32 sums (lower_widen.c); the weights
  * keep their W8A8 packing, the activations their 8-bit tile */
 int wb_w4a8_f16(const wb_format *f, wb_arch arch);
+/* 8-bit float weights with 8-bit float activations (fp8 W8A8) on sm_90a, where every kernel is wgmma:
+ * each strip's k128 chunk is packed as wgmma's shared-memory A operand, two 1024-byte atoms of the
+ * K-major 128B swizzle (docs/layout.md), which the kernels read by descriptor instead of into
+ * registers; 0 for every other format and target (the fragment layouts). */
+int wb_w8_smem_operand(const wb_format *f, wb_arch arch);
 /* 8-bit codes: a lane whose gid (lane / 4) is odd holds the two 16-byte halves of its 32 bytes of a k64
  * chunk swapped (its word w at w ^ 4), so that each of the warp's two 16-byte loads of a chunk meets
  * every bank once (wb_gemm_load_w_words): lanes 32 bytes apart would read two to a bank. */

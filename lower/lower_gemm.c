@@ -262,9 +262,11 @@ static void slot_a_narrow(lw *L, wb_reg id, slot *sl)
 
 static void slot_w(lw *L, wb_reg id, slot *sl)
 {
-    int wkn = L->lay.vk, pieces = L->lay.w_bytes / 16;
+    int wkn = L->lay.vk, wnn = L->cfg->warps_n, pieces = L->lay.w_bytes / 16;
     wb_reg piece = remi(L, id, pieces), wk = remi(L, divi(L, id, pieces), wkn);
     wb_reg wn = divi(L, id, pieces * wkn);
+    if (L->ss) /* slot wk * warps_n + wn: a warpgroup's four strips side by side (plan_frag_w) */
+        wn = remi(L, divi(L, id, pieces), wnn), wk = divi(L, id, pieces * wnn);
     /* ((strip0 + wn) * kchunks + wk) * w_bytes + piece*16 at kt = 0 */
     wb_reg cidx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, wn)), wb_r(L->kchunks), wb_r(wk));
     sl->src = addr64(L, addr64(L, L->w, cidx, L->lay.w_bytes), piece, 16);
@@ -369,9 +371,18 @@ static void plan_copies(lw *L)
 }
 
 /* The lane's code words in stage 0 (B words per k64, lane after lane, in its warp's slot); returns
- * the warp's slot (wn * warps_k + wk). */
+ * the warp's slot (wn * warps_k + wk). ss: the warpgroup's weight tile instead, its four warps' slots
+ * (wk * warps_n + wn for wn = 4 wg .. 4 wg + 3): eight 1024-byte atoms in a row, as its descriptor
+ * reads them (wb_wgmma_steps). */
 static wb_reg plan_frag_w(lw *L)
 {
+    if (L->ss) {
+        wb_reg first = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->vwk), wb_imm(L->cfg->warps_n),
+                           wb_r(andi(L, L->wn, ~3)));
+        L->ss_a = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(first), wb_imm(L->lay.w_bytes), wb_r(L->smem)),
+                       L->lay.w_off);
+        return first;
+    }
     wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->lay.vk), wb_r(L->vwk));
     wb_reg w = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(slot_idx), wb_imm(L->lay.w_bytes), wb_r(L->smem));
     L->wfrag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(4 * L->fmt->w.bits), wb_r(w)),
@@ -512,7 +523,7 @@ static void lower_kloop(lw *L)
         wb_wgmma_land(L, ahead - 1, 0);
         if (L->afp4)
             wb_act4_tile(L, L->kt);
-        L->wpre = value_regs(L, L->wpre_value, wb_gemm_w_words(L));
+        L->wpre = L->ss ? NULL : value_regs(L, L->wpre_value, wb_gemm_w_words(L));
         if (L->wpre)
             wb_gemm_load_w_words(L, L->wpre, 1);
         if (L->pp)
@@ -979,6 +990,10 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
+    if (c && b && L->ss) { /* the weight tile by descriptor, no A registers */
+        wb_wgmma_steps(L, c, NULL, b);
+        return;
+    }
     if (c && a && b && L->pp) /* loaded (and widened) while the other half's group ran */
         a = L->abuf[L->half];
     else if (c && a && b && L->w8a8 && wb_type_w4(L->fmt->w) && !L->a4 && !L->f16_wide) {
@@ -1321,7 +1336,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
-    L.pp = L.rot && L.w8a8;
+    L.ss = L.wg && wb_w8_smem_operand(&k->fmt, t->arch);
+    L.pp = L.rot && L.w8a8 && !L.ss;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");

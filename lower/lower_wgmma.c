@@ -236,21 +236,34 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     char an[8], wn[8];
     if (L->a8_float)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
-                wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: the code "
-                                                     "words in registers; B: the fp8 tile, 128B swizzle; each k128 "
-                                                     "slice summed apart, then added in f32)",
-                                        wb_gemm_mma_w_type(L, wn), wb_type_name(L->fmt->a, an), shape)));
+                wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: %s; B: the "
+                                                     "fp8 tile, 128B swizzle; each k128 slice summed apart, then "
+                                                     "added in f32)",
+                                        wb_gemm_mma_w_type(L, wn), wb_type_name(L->fmt->a, an), shape,
+                                        L->ss ? "the weight tile in shared memory, 128B swizzle"
+                                              : "the code words in registers")));
     else if (L->w8a8)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
                                                      "words in registers; B: the s8 tile, 128B swizzle)", shape)));
+    /* ss: A by descriptor too, the warpgroup's 64 channels x k128 of the read stage (K-major, 128B
+     * swizzle, 8-row atoms 1024 bytes apart: wb_w8_smem_operand's layout); a step is 32 bytes on */
+    wb_reg adesc[WGMMA_STEPS];
+    if (L->ss) {
+        wb_reg lo = smem_desc_lo(L, add(L, L->ss_a, L->ro));
+        for (int step = 0; step < steps; step++) {
+            adesc[step] = wb_new_reg(L->f, WB_RC_B64);
+            wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(adesc[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+        }
+    }
     if (L->grouped && !L->rot && (L->sscale = wb_gemm_new_slice_scales(L))) /* used after the wait (promote) */
         wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);
     wb_op op = L->a8_float ? WB_OP_WGMMA_F8 : L->w8a8 ? WB_OP_WGMMA_S8 : WB_OP_WGMMA;
     for (int step = 0; step < steps; step++)
-        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc), wb_list(&a[step * 4], 4),
-                wb_r(desc[step]), wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
+        wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc),
+                L->ss ? wb_r(adesc[step]) : wb_list(&a[step * 4], 4), wb_r(desc[step]),
+                wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
     if (!L->rot) {
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));

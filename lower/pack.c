@@ -13,6 +13,7 @@
 #include "lower/isa.h"
 #include "lower/layout.h"
 #include "lower/lower.h"
+#include "lower/target.h"
 
 static uint16_t to_compute(wb_type t, double v)
 {
@@ -115,9 +116,16 @@ static void w8a8_coords(int r, int kk, int *lane, int *word, int *byte)
  * has B words per k64 chunk: with 8-bit codes its 8 A registers; with int4 codes (W4A8) 4 words, word j
  * holding A registers 2j (low nibbles of its bytes) and 2j + 1 (high nibbles), which the kernel widens
  * to s8 in registers. */
-static int64_t w8a8_word(const wb_format *f, int64_t k, int64_t row, int64_t col, int *shift)
+static int64_t w8a8_word(const wb_format *f, wb_arch arch, int64_t k, int64_t row, int64_t col, int *shift)
 {
     int lane, word, byte, bits = f->w.bits;
+    if (wb_w8_smem_operand(f, arch)) { /* strip-major k128 chunks of two swizzled 8-row atoms (layout.h) */
+        int r = (int)(row % 16), kk = (int)(col % 128);
+        int64_t at = (row / 16 * (k / 128) + col / 128) * 2048 + (r / 8) * 1024 + (r % 8) * 128 +
+                     ((kk / 16) ^ (r % 8)) * 16 + kk % 16;
+        *shift = 8 * (int)(at % 4);
+        return at / 4;
+    }
     if (wb_format_w4a4(f) || wb_format_fp4_acts(f)) { /* 4-bit x 4-bit: the m16n8k64 A registers (layout.h) */
         int r = (int)(row % 16), kk = (int)(col % WB_KW);
         *shift = 4 * (kk % 8);
@@ -132,7 +140,8 @@ static int64_t w8a8_word(const wb_format *f, int64_t k, int64_t row, int64_t col
 
 /* W8A8 codes are the s8 or fp8 bytes themselves (no bias, no planes): the kernel feeds them to the MMA.
  * An fp8 code without a finite value (e4m3 NaN, e5m2 infinities and NaN) is refused, as for W8A16. */
-static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const uint8_t *codes, uint32_t *pw)
+static wb_status pack_codes_w8a8(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const uint8_t *codes,
+                                 uint32_t *pw)
 {
     for (int64_t row = 0; row < n; row++)
         for (int64_t col = 0; col < k; col++) {
@@ -141,7 +150,7 @@ static wb_status pack_codes_w8a8(const wb_format *f, int64_t n, int64_t k, const
             if (f->w.kind == WB_KIND_FLOAT && !finite_code(f->w, code))
                 return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) is not a finite value",
                                code, (long long)row, (long long)col);
-            int64_t wi = w8a8_word(f, k, row, col, &shift);
+            int64_t wi = w8a8_word(f, arch, k, row, col, &shift);
             pw[wi] |= (uint32_t)code << shift;
         }
     return WB_OK;
@@ -170,8 +179,13 @@ static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const 
     return WB_OK;
 }
 
-static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w, wb_packed *out)
+static wb_status pack_w8a8(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_host_weights *w,
+                           wb_packed *out)
 {
+    if (wb_w8_smem_operand(f, arch) && k % 128)
+        return wb_fail(WB_ERR_UNSUPPORTED, "fp8 weights on %s are packed in k128 chunks (wgmma's shared-memory "
+                                           "operand): K must be a multiple of 128 (got %lld)",
+                       wb_target_get(arch)->name, (long long)k);
     out->w_bytes = (size_t)(n * k * f->w.bits / 8);
     out->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
     out->scale_bytes = f->g ? (size_t)(n * (k / f->g)) * 4 : 0;
@@ -182,7 +196,7 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
         wb_packed_free(out);
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
-    wb_status s = pack_codes_w8a8(f, n, k, w->w, out->w);
+    wb_status s = pack_codes_w8a8(f, arch, n, k, w->w, out->w);
     if (!s)
         s = pack_chan_w8a8(f, n, k, w, out->chan, out->scale);
     if (s)
@@ -198,8 +212,8 @@ static wb_status pack_w8a8(const wb_format *f, int64_t n, int64_t k, const wb_ho
  * unsigned (ue4m3, ue8m0): a negative e4m3 scale keeps its magnitude and its sign goes into the sign
  * bit of each code of its block (exact: e2m1 is sign-magnitude). Into buffers of the 16-bit layout's
  * sizes (wb_pack_weights), whose chan array it shares. */
-static wb_status pack_block_scaled(const wb_format *f, int64_t n, int64_t k, const wb_host_weights *w,
-                                   wb_packed *out)
+static wb_status pack_block_scaled(const wb_format *f, wb_arch arch, int64_t n, int64_t k,
+                                   const wb_host_weights *w, wb_packed *out)
 {
     int64_t groups = k / f->g, chunks = k / WB_KW;
     int per_chunk = WB_KW / f->g;
@@ -222,7 +236,7 @@ static wb_status pack_block_scaled(const wb_format *f, int64_t n, int64_t k, con
                     return wb_fail(WB_ERR_INVALID, "weight code 0x%02x at (%lld, %lld) has bits above the 4 low bits",
                                    c, (long long)row, (long long)col);
                 int shift;
-                int64_t wi = w8a8_word(f, k, row, col, &shift);
+                int64_t wi = w8a8_word(f, arch, k, row, col, &shift);
                 pw[wi] |= (uint32_t)(negative ? c ^ 8 : c) << shift;
             }
         }
@@ -274,7 +288,7 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
     if (s)
         return s;
     if (wb_format_w8a8(f))
-        return pack_w8a8(f, n, k, w, out);
+        return pack_w8a8(f, arch, n, k, w, out);
     int64_t groups = wb_layout_groups(f, k);
     int rec = f->zp != WB_ZP_NONE ? 64 : 32;
     out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
@@ -292,7 +306,7 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
         return wb_fail(WB_ERR_NOMEM, "out of memory packing %lld x %lld weights", (long long)n, (long long)k);
     }
     if (wb_isa_block_scale_vec(f, arch))
-        s = pack_block_scaled(f, n, k, w, out);
+        s = pack_block_scaled(f, arch, n, k, w, out);
     else if (!(s = pack_codes(f, n, k, w->w, out->w)))
         s = pack_scales(f, n, k, w, out->scale);
     if (s) {
@@ -320,7 +334,7 @@ wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k
     for (int64_t row = 0; fragment && row < n; row++)
         for (int64_t col = 0; col < k; col++) {
             int shift;
-            int64_t wi = w8a8_word(f, k, row, col, &shift); /* sets shift first */
+            int64_t wi = w8a8_word(f, arch, k, row, col, &shift); /* sets shift first */
             codes[row * k + col] = (uint8_t)((pw[wi] >> shift) & ((1u << bits) - 1));
         }
     if (fragment)

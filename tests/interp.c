@@ -1802,15 +1802,17 @@ static uint64_t wgmma_b_addr(uint64_t desc, int n, int byte)
  * codes or k16 of 16-bit values: 32 bytes of each token's swizzled row), D as m16n8's repeated along N
  * (N / 8 blocks of 4 registers). scale-d false: D = A x B. s8: exact s32, wrapping; fp8, f16, bf16:
  * each output plus the exact sum of its 32 / 16 products, rounded once to f32, as for mma.sync (head
- * comment). */
+ * comment). 8-bit A may come from shared memory instead (a descriptor in place of the register list,
+ * fp8 on sm_90a: wb_w8_smem_operand): the warpgroup's 64 rows K-major, decoded as B's; warp w % 4 reads
+ * its rows 16 (w % 4) .. 16 (w % 4) + 15, as the async proxy reads B. */
 
 static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
 {
     const wb_opnd *o = in->o;
     int fp8 = in->op == WB_OP_WGMMA_F8, h16 = in->op == WB_OP_WGMMA, nn = 2 * (int)o[0].v, kk = h16 ? 16 : 32;
-    int bf = 0, tn = 0, tk = 0;
+    int bf = 0, tn = 0, tk = 0, ss = o[1].kind != WB_O_LIST; /* ss: A by descriptor */
     CHECK(in->type && sscanf(in->type, "m64n%dk%d.", &tn, &tk) == 2 && tn == nn && tk == kk && nn % 8 == 0 &&
-              nn >= 8 && nn <= 256 && o[0].kind == WB_O_LIST && o[1].kind == WB_O_LIST && o[1].v == 4,
+              nn >= 8 && nn <= 256 && o[0].kind == WB_O_LIST && (ss ? !h16 : o[1].v == 4),
           "wgmma .%s with %d accumulators is not modelled", in->type ? in->type : "?", (int)o[0].v);
     wb_type ta = {0}, tb = {0};
     if (fp8)
@@ -1821,13 +1823,21 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
         bf = t[5] == 'b';
     }
     static double a[16][32], b[32][256], c[16][256];
-    uint64_t desc = lane_val(r[0], &o[2]);
+    uint64_t desc = lane_val(r[0], &o[2]), adesc = ss ? lane_val(r[0], &o[1]) : 0;
     int acc = lane_val(r[0], &o[3]) != 0;
+    for (int row = 0; ss && row < 16; row++)
+        for (int k = 0; k < kk; k++) {
+            uint64_t addr = wgmma_b_addr(adesc, 16 * (warp % 4) + row, k);
+            uint8_t code = *shared_at(e, addr, 1);
+            async_read(e, warp, addr, 1);
+            a[row][k] = fp8 ? wb_type_decode(ta, code) : (double)(int8_t)code;
+        }
     for (int l = 0; l < 32; l++) {
         int gid = l / 4, tig = l % 4;
-        CHECK(lane_val(r[l], &o[2]) == desc && (lane_val(r[l], &o[3]) != 0) == acc,
-              "the lanes of a warp disagree on a wgmma's descriptor or scale-d");
-        for (int reg = 0; reg < 4; reg++) {
+        CHECK(lane_val(r[l], &o[2]) == desc && (lane_val(r[l], &o[3]) != 0) == acc &&
+                  (!ss || lane_val(r[l], &o[1]) == adesc),
+              "the lanes of a warp disagree on a wgmma's descriptors or scale-d");
+        for (int reg = 0; !ss && reg < 4; reg++) {
             uint64_t v = r[l][o[1].list[reg].id];
             if (h16) {
                 int row = gid + 8 * (reg & 1), col = 8 * (reg >> 1) + 2 * tig;
@@ -1884,7 +1894,7 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
         int *busy = e->t[32 * warp + l].busy;
         for (int j = 0; j < (int)o[0].v; j++)
             busy[o[0].list[j].id] = fl->groups + 1;
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; !ss && j < 4; j++)
             busy[o[1].list[j].id] = fl->groups + 1;
     }
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower/layout.h"
 #include "testutil.h"
 
 static void random_codes(uint8_t *c, size_t n, uint64_t *st)
@@ -78,9 +79,11 @@ START_TEST(scale_and_zero_records)
 }
 END_TEST
 
-/* W8A8 (a=s8 with w=int8, or fp8 with fp8: the same layout for any 8-bit code): each lane's 8 words are its m16n8k32 A registers of the two k32 steps, s8 codes
- * as bytes (row gid + 8 * (reg & 1), k step*32 + (reg >> 1)*16 + tig*4 + byte); unpacking inverts it;
- * the chan array holds the f32 channel scales, then the biases. */
+/* W8A8 (a=s8 with w=int8, or fp8 with fp8 where its kernels take registers: the same layout for any
+ * 8-bit code): each lane's 8 words are its m16n8k32 A registers of the two k32 steps, s8 codes as
+ * bytes (row gid + 8 * (reg & 1), k step*32 + (reg >> 1)*16 + tig*4 + byte); unpacking inverts it;
+ * the chan array holds the f32 channel scales, then the biases. (sm_89: fp8 on sm_90a has its own
+ * layout, pack_fp8_smem_operand.) */
 START_TEST(pack_w8a8_fragments)
 {
     uint64_t st = wbt_seed() ^ 0x8a8;
@@ -106,7 +109,7 @@ START_TEST(pack_w8a8_fragments)
             }
             wb_host_weights hw = {.w = w, .w_scale = s, .bias = bias ? b : NULL};
             wb_packed p;
-            ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+            ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM89, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
             ck_assert_uint_eq(p.w_bytes, (size_t)(n * k));
             ck_assert_uint_eq(p.scale_bytes, 0);
             ck_assert_uint_eq(p.chan_bytes, (size_t)n * 4 * (bias ? 2 : 1));
@@ -123,7 +126,7 @@ START_TEST(pack_w8a8_fragments)
                                 uint32_t v = pw[((strip * (k / 64) + chunk) * 32 + lane) * 8 + at];
                                 ck_assert_uint_eq((v >> (8 * byte)) & 0xff, w[row * k + col]);
                             }
-            ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
+            ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM89, n, k, &p, back), WB_OK);
             ck_assert_mem_eq(w, back, (size_t)(n * k));
             const float *pc = p.chan;
             for (int64_t i = 0; i < n; i++) {
@@ -137,6 +140,66 @@ START_TEST(pack_w8a8_fragments)
             free(s);
             free(b);
         }
+}
+END_TEST
+
+/* fp8 W8A8 on sm_90a (wb_w8_smem_operand): per strip of 16 channels and k128 chunk, 2048 bytes that
+ * are wgmma's K-major 128B-swizzled tile: byte 1024 a + 128 r + 16 p + b holds channel 8 a + r of the
+ * strip, k 16 (p ^ r) + b of the chunk. Read back here byte by byte from that statement; unpacking
+ * inverts it; K must be a multiple of 128; every other 8-bit W8A8 format and target keeps the
+ * fragment layout. */
+START_TEST(pack_fp8_smem_operand)
+{
+    uint64_t st = wbt_seed() ^ 0xf8;
+    static const int64_t shapes[][2] = {{16, 128}, {48, 256}, {128, 384}};
+    static const char *const specs[] = {"fp8", "a=e5m2,w=e5m2,ws=f32,g=0,bias=1", "a=e4m3,w=e5m2,ws=f32,g=0"};
+    for (size_t sp = 0; sp < 3; sp++)
+        for (size_t hi = 0; hi < 3; hi++) {
+            wb_format f;
+            ck_assert_int_eq(wb_format_parse(specs[sp], &f), WB_OK);
+            ck_assert(wb_w8_smem_operand(&f, WB_ARCH_SM90A));
+            int64_t n = shapes[hi][0], k = shapes[hi][1];
+            uint8_t *w = malloc((size_t)(n * k)), *back = malloc((size_t)(n * k));
+            float *s = malloc((size_t)n * sizeof *s);
+            uint16_t *b = calloc((size_t)n, sizeof *b);
+            for (int64_t i = 0; i < n * k; i++)
+                do
+                    w[i] = (uint8_t)wbt_next(&st);
+                while (!isfinite(wb_type_decode(f.w, w[i])));
+            for (int64_t i = 0; i < n; i++)
+                s[i] = 1.0f + (float)i;
+            wb_host_weights hw = {.w = w, .w_scale = s, .bias = f.bias ? b : NULL};
+            wb_packed p;
+            ck_assert_msg(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &hw, &p) == WB_OK, "%s", wb_last_error());
+            ck_assert_uint_eq(p.w_bytes, (size_t)(n * k));
+            const uint8_t *pb = p.w;
+            for (int64_t strip = 0; strip < n / 16; strip++)
+                for (int64_t chunk = 0; chunk < k / 128; chunk++)
+                    for (int at = 0; at < 2048; at++) {
+                        int a = at / 1024, r = at / 128 % 8, pos = at / 16 % 8, byte = at % 16;
+                        int64_t row = strip * 16 + 8 * a + r, col = chunk * 128 + 16 * (pos ^ r) + byte;
+                        ck_assert_uint_eq(pb[(strip * (k / 128) + chunk) * 2048 + at], w[row * k + col]);
+                    }
+            ck_assert_int_eq(wb_unpack_codes(&f, WB_ARCH_SM90A, n, k, &p, back), WB_OK);
+            ck_assert_mem_eq(w, back, (size_t)(n * k));
+            wb_packed_free(&p);
+            ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, 16, 192, &hw, &p), WB_ERR_UNSUPPORTED);
+            ck_assert_ptr_nonnull(strstr(wb_last_error(), "K must be a multiple of 128 (got 192)"));
+            ck_assert_ptr_null(p.w);
+            free(w);
+            free(back);
+            free(s);
+            free(b);
+        }
+    static const struct { const char *spec; wb_arch arch; } fragment[] = {
+        {"fp8", WB_ARCH_SM89}, {"fp8", WB_ARCH_SM100A}, {"fp8", WB_ARCH_SM120A}, {"int8", WB_ARCH_SM90A},
+        {"a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A}, {"a=f16,w=e4m3,ws=f32,g=0", WB_ARCH_SM90A},
+    };
+    for (size_t i = 0; i < sizeof fragment / sizeof fragment[0]; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(fragment[i].spec, &f), WB_OK);
+        ck_assert_msg(!wb_w8_smem_operand(&f, fragment[i].arch), "%s", fragment[i].spec);
+    }
 }
 END_TEST
 
@@ -347,12 +410,12 @@ START_TEST(pack_rejects_bad_codes_and_args)
     float s32[16] = {0};
     hn.w_scale = s32;
     ck_assert_int_eq(wb_format_parse("fp8", &e4), WB_OK);
-    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM90A, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM89, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0x7f at (0, 3) is not a finite value");
     ck_assert_int_eq(wb_format_parse("a=e4m3,w=e5m2,ws=f32,g=0", &e4), WB_OK);
     nan_codes[3] = 0x38;
     nan_codes[64 + 9] = 0xfc; /* e5m2 -infinity */
-    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM90A, 16, 64, &hn, &p), WB_ERR_INVALID);
+    ck_assert_int_eq(wb_pack_weights(&e4, WB_ARCH_SM89, 16, 64, &hn, &p), WB_ERR_INVALID);
     ck_assert_str_eq(wb_last_error(), "weight code 0xfc at (1, 9) is not a finite value");
     ck_assert_ptr_null(p.w);
     w[5 * 64 + 7] = 1;
@@ -373,6 +436,7 @@ int main(void)
     tcase_add_test(t, pack_unpack_identity);
     tcase_add_test(t, scale_and_zero_records);
     tcase_add_test(t, pack_w8a8_fragments);
+    tcase_add_test(t, pack_fp8_smem_operand);
     tcase_add_test(t, pack_w4a4_fragments_and_acts);
     tcase_add_test(t, pack_fp4_acts_like_16bit);
     tcase_add_test(t, pack_block_scaled_fp4);
