@@ -258,8 +258,9 @@ typedef struct wb_packed {
 } wb_packed;
 
 /* Pack canonical host weights into the kernel layout of the target `arch` (malloc'ed; free with
- * wb_packed_free). The layout depends on the format, and for NVFP4 x NVFP4 and MXFP4 x MXFP4 also on
- * the target: on sm_120a they are packed for its block-scaled MMA (docs/layout.md). */
+ * wb_packed_free). The layout depends on the format, and for two families also on the target: fp8
+ * W8A8 on sm_90a is packed as wgmma's shared-memory operand (K a multiple of 128), and NVFP4 x NVFP4
+ * and MXFP4 x MXFP4 on sm_120a for its block-scaled MMA (docs/layout.md). */
 WB_API wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k,
                                  const wb_host_weights *w, wb_packed *out);
 /* Inverse of the code part of packing, for tests: writes N x K codes (on the block-scaled layout, the
