@@ -59,7 +59,11 @@ static int wide(const lw *L) { return L->lay.tc_wide; }
 
 /* The block widens the read stage's 8-bit activation tile (bm rows of 128 bytes, chunk c of row r at
  * (c ^ (r & 7)) * 16) into 16-bit activation tile buf: chunk c (k 16c .. 16c + 15) becomes 16-bit
- * chunks 2 (c % 4) and 2 (c % 4) + 1 of half c / 4, swizzled the same way. One item: one chunk. */
+ * chunks 2 (c % 4) and 2 (c % 4) + 1 of half c / 4, swizzled the same way. One item: one chunk; items
+ * 16i .. 16i + 15 are rows 2i and 2i + 1, the second quarter warp's chunks 0..3 (and the first's
+ * 4..7) in row 2i + 1: a quarter warp then reads 8 distinct chunk positions (rows whose r & 4 agree)
+ * and stores into 8 (rows whose r & 1 differ, so the even and the odd 16-bit chunks), where one row's
+ * chunks 0..7 stored into two halves at the same 4 positions, two lanes to a bank. */
 static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
 {
     int bm = L->lay.bm, threads = L->lay.threads, items = bm * 8;
@@ -72,7 +76,9 @@ static void widen_acts(lw *L, wb_reg buf, const wb_reg k[3])
             valid = wb_new_reg(L->f, WB_RC_PRED);
             wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(valid), wb_r(id), wb_imm(items));
         }
-        wb_reg c = andi(L, id, 7), r = shri(L, id, 3), r7 = andi(L, r, 7);
+        wb_reg c = andi(L, id, 7), r = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(shri(L, id, 3)),
+                                               wb_r(andi(L, shri(L, id, 2), 1)));
+        wb_reg r7 = andi(L, r, 7);
         wb_reg row = muli(L, r, 128);
         wb_reg src = add(L, add(L, src0, row), muli(L, op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(c), wb_r(r7)), 16));
         wb_reg w[4];
