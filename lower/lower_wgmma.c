@@ -172,23 +172,29 @@ void wb_wgmma_kloop_end(lw *L)
 /* The slice's wgmma steps: four k16 (16-bit activations), or four k32 (8-bit codes, a k128 slice). */
 enum { WGMMA_STEPS = 4 };
 
-/* wgmma: one B descriptor per step of the slice. Start address >> 4 in bits 0..13 (a step is 32
- * bytes further along the swizzled row: k16 of 16-bit, k32 of 8-bit), leading byte offset 1 (unused
- * by a swizzled K-major tile) in bits 16..29. */
+/* The descriptors of a slice's steps in the swizzled K-major tile at shared address base: start
+ * address >> 4 in bits 0..13 (a step is 32 bytes further along the swizzled row: k16 of 16-bit, k32 of
+ * 8-bit), leading byte offset 1 (unused by a swizzled K-major tile) in bits 16..29, the high word
+ * desc_hi. */
+static void step_descs(lw *L, wb_reg base, wb_reg *d)
+{
+    wb_reg lo = smem_desc_lo(L, base);
+    for (int step = 0; step < WGMMA_STEPS; step++) {
+        d[step] = wb_new_reg(L->f, WB_RC_B64);
+        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
+    }
+}
+
+/* wgmma: one B descriptor per step of the slice, in the read stage's activation tile. */
 void wb_wgmma_frag_desc(lw *L, int value)
 {
-    int steps = WGMMA_STEPS;
-    wb_reg *d = value_regs(L, value, steps);
+    wb_reg *d = value_regs(L, value, WGMMA_STEPS);
     if (!d)
         return;
     wb_reg base = addi(L, add(L, L->smem, L->ro), L->lay.a_off);
     if (L->cfg->warps_k > 1) /* split K: warpgroup wk reads slice wk of the tile, bm rows of 128 bytes on */
         base = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wk), wb_imm(L->lay.bm * 128), wb_r(base));
-    wb_reg lo = smem_desc_lo(L, base);
-    for (int step = 0; step < steps; step++) {
-        d[step] = wb_new_reg(L->f, WB_RC_B64);
-        wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(d[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
-    }
+    step_descs(L, base, d);
 }
 
 /* The wgmma shape and types: A is the weights, B the activations. */
@@ -213,8 +219,8 @@ static const char *wgmma_shape(lw *L)
  * int8 and fp8 kernels serial). So the loop is unrolled by two (L->pp) with two sets of A registers:
  * while one half's group reads its set, the next tile's words are loaded (and int4 widened) into the
  * other's. fp8 on sm_90a (L->ss, wb_w8_smem_operand) reads A by descriptor instead, from the weight
- * tile packed as wgmma's shared-memory operand: no A registers, and no unrolling. fp8 sums in two levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum,
- * so each slice's product (k128, four steps) starts from zero (scale-d false) in its own registers
+ * tile packed as wgmma's shared-memory operand: no A registers, and no unrolling. fp8 sums in two
+ * levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's product (k128, four steps) starts from zero (scale-d false) in its own registers
  * and is added to the f32 sums once complete (promote). */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
@@ -250,13 +256,8 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     /* ss: A by descriptor too, the warpgroup's 64 channels x k128 of the read stage (K-major, 128B
      * swizzle, 8-row atoms 1024 bytes apart: wb_w8_smem_operand's layout); a step is 32 bytes on */
     wb_reg adesc[WGMMA_STEPS];
-    if (L->ss) {
-        wb_reg lo = smem_desc_lo(L, add(L, L->ss_a, L->ro));
-        for (int step = 0; step < steps; step++) {
-            adesc[step] = wb_new_reg(L->f, WB_RC_B64);
-            wb_emit(L->f, WB_OP_PACK_B64, NULL, 3, wb_r(adesc[step]), wb_r(addi(L, lo, 2 * step)), wb_r(L->desc_hi));
-        }
-    }
+    if (L->ss)
+        step_descs(L, add(L, L->ss_a, L->ro), adesc);
     if (L->grouped && !L->rot && (L->sscale = wb_gemm_new_slice_scales(L))) /* used after the wait (promote) */
         wb_gemm_slice_scales(L, L->kt, L->sscale, (wb_reg){-1});
     wb_emit(L->f, WB_OP_WGMMA_FENCE, NULL, 0);

@@ -110,8 +110,9 @@
  * execution of each shared load or store in a block (ld/st.shared, .v2, .v4; every ldmatrix) is
  * served as the hardware serves it, a phase of lanes at a time (extra_wavefronts), and the wavefronts
  * past one a phase are counted per kind (interp_shared_extra). The W8A8 tests require none of any
- * kind in their mma.sync and wgmma kernels: loading the 8-bit code words as they were packed before
- * the halves were swapped (lanes 32 bytes apart) gives 128 to 3072 extra and fails them. */
+ * kind in their mma.sync and wgmma kernels, and none but in 4-byte accesses in their tcgen05 ones:
+ * loading the 8-bit code words as they were packed before the halves were swapped (lanes 32 bytes
+ * apart) gives 128 to 3072 extra and fails them. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1777,18 +1778,18 @@ static void run_mma_f16(const wb_insn *in, uint64_t *r[32])
             r[l][o[i].v] = from_f32((float)c[l / 4 + 8 * (i >> 1)][(l % 4) * 2 + (i & 1)]);
 }
 
-/* The shared address of byte `byte` (0..127) of token n's 128-byte row in the K-major tile a wgmma B
- * descriptor points at: start address bits 0..13 (<< 4), stride between 8-row groups bits 32..45 (<< 4),
+/* The shared address of byte `byte` (0..127) of row n's 128 bytes in the K-major tile a wgmma
+ * descriptor points at (B: row n is token n; A by descriptor: channel n of the warpgroup's 64): start address bits 0..13 (<< 4), stride between 8-row groups bits 32..45 (<< 4),
  * base offset bits 49..51 zero, 128B swizzle (mode 1 in bits 62..63: the 16-byte chunk index, address
  * bits 4..6, XORed with the row within the 1024-byte atom, bits 7..9). The leading byte offset (bits
  * 16..29) is unused by a swizzled K-major tile. A step's bytes must lie inside the row its start
  * address points into. */
-static uint64_t wgmma_b_addr(uint64_t desc, int n, int byte)
+static uint64_t wgmma_desc_addr(uint64_t desc, int n, int byte)
 {
     CHECK(desc >> 62 == 1, "wgmma descriptor swizzle mode %d is not modelled", (int)(desc >> 62));
     CHECK((desc >> 49 & 7) == 0, "wgmma descriptor base offset %d is not modelled", (int)(desc >> 49 & 7));
     uint64_t start = (desc & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
-    CHECK(start % 128 + (uint64_t)byte < 128, "wgmma B step at row offset %d + byte %d leaves the 128-byte row",
+    CHECK(start % 128 + (uint64_t)byte < 128, "wgmma step at row offset %d + byte %d leaves the 128-byte row",
           (int)(start % 128), byte);
     uint64_t lin = start + (uint64_t)(n / 8) * sbo + (uint64_t)(n % 8) * 128 + (uint64_t)byte;
     return lin ^ (((lin >> 7) & 7) << 4);
@@ -1827,7 +1828,7 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
     int acc = lane_val(r[0], &o[3]) != 0;
     for (int row = 0; ss && row < 16; row++)
         for (int k = 0; k < kk; k++) {
-            uint64_t addr = wgmma_b_addr(adesc, 16 * (warp % 4) + row, k);
+            uint64_t addr = wgmma_desc_addr(adesc, 16 * (warp % 4) + row, k);
             uint8_t code = *shared_at(e, addr, 1);
             async_read(e, warp, addr, 1);
             a[row][k] = fp8 ? wb_type_decode(ta, code) : (double)(int8_t)code;
@@ -1861,13 +1862,13 @@ static void run_wgmma(emu *e, int warp, const wb_insn *in, uint64_t *r[32])
         for (int k = 0; k < kk; k++) {
             if (h16) {
                 uint16_t v;
-                uint64_t addr = wgmma_b_addr(desc, n, 2 * k);
+                uint64_t addr = wgmma_desc_addr(desc, n, 2 * k);
                 memcpy(&v, shared_at(e, addr, 2), 2);
                 async_read(e, warp, addr, 2);
                 b[k][n] = wbt_half_to_double(bf, v);
                 continue;
             }
-            uint64_t addr = wgmma_b_addr(desc, n, k);
+            uint64_t addr = wgmma_desc_addr(desc, n, k);
             uint8_t code = *shared_at(e, addr, 1);
             async_read(e, warp, addr, 1);
             b[k][n] = fp8 ? wb_type_decode(tb, code) : (double)(int8_t)code;
