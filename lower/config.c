@@ -199,7 +199,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * M = 256 on 6144 x 4096: 96 blocks, 29.2 us against 27.4; on 8192 x 8192, 128 blocks: 55.8 against
      * 54.3 in one run, 55.5 against 56.4 in another; 224 blocks on 28672 x 4096: even). cluster = 1
      * (forced) keeps single blocks. */
-    if (!c->cluster && c->split_k < 2 && c->load == WB_LOAD_TMA && !c->persistent && c->m_tiles % 2 == 0 &&
+    if (!c->cluster && c->split_k < 2 && c->load == WB_LOAD_TMA && c->m_tiles % 2 == 0 &&
         n % (2 * 16 * c->warps_n) == 0 && wgmma_blocks(c, m, n) >= sms)
         c->cluster = 2;
 }
@@ -544,8 +544,10 @@ wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, i
     d->grid[0] = (unsigned)(n / lay.bn * (c->split_k > 1 ? 2 : 1)); /* split_k: a pair of blocks a tile */
     d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
     d->grid[2] = 1;
-    if (c->persistent) { /* a block per SM at most (the runtime takes the device's count), tiles walked */
-        int64_t tiles = (int64_t)d->grid[0] * d->grid[1], sms = wb_target_get(arch)->sm_count_hint;
+    if (c->persistent) { /* a block per SM at most (the runtime takes the device's count), tiles walked;
+                            cluster 2: pairs of blocks on pairs of tiles */
+        int pair = c->cluster > 1 ? 2 : 1;
+        int64_t tiles = (int64_t)d->grid[0] * d->grid[1], sms = wb_target_get(arch)->sm_count_hint / pair * pair;
         d->grid[0] = (unsigned)(tiles < sms ? tiles : sms);
         d->grid[1] = 1;
     }

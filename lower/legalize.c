@@ -207,9 +207,8 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--persistent is built for the TMA pipeline (--load tma) in this build");
     if (c->cluster < 0 || c->cluster > 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "--cluster must be 1 or 2 (got %d)", c->cluster);
-    if (c->cluster == 2 && (c->load != WB_LOAD_TMA || c->persistent))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 is built for the TMA pipeline (--load tma), without "
-                                           "--persistent, in this build");
+    if (c->cluster == 2 && c->load != WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 is built for the TMA pipeline (--load tma) in this build");
     if (c->cluster == 2 && c->m_tiles % 2) /* each block copies half the activation tile: whole 8-row swizzle atoms */
         return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 needs an even m_tiles (each block of the pair copies half of "
                                            "the activation tile's %d rows; got m_tiles %d)", 8 * c->m_tiles, c->m_tiles);

@@ -90,16 +90,23 @@ static void tile_coords(lw *L, wb_reg bx, wb_reg by)
 }
 
 /* persist: a walk over the output tiles (the consumers' and the producer's alike), tiles blockIdx.x,
- * + gridDim.x, ... of the grid of channel strips (x) by token tiles (y), in the raster order. The
- * walk's head: this tile's coordinates (L->m0, L->strip0) each time round; returns its label. */
+ * + gridDim.x, ... of the grid of channel strips (x) by token tiles (y), in the raster order; in
+ * clusters of two, the pair's tiles blockIdx.x / 2, + gridDim.x / 2, ... of a grid half as wide, each
+ * block taking the channel tile of its rank (as raster() does). The walk's head: this tile's
+ * coordinates (L->m0, L->strip0) each time round; returns its label. */
 const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles)
 {
-    *tile = mov(L, "u32", WB_RC_B32, wb_r(special(L, "%ctaid.x")));
+    *tile = special(L, "%ctaid.x");
+    *tile = mov(L, "u32", WB_RC_B32, wb_r(L->cluster ? shri(L, *tile, 1) : *tile));
     wb_reg nx = divi(L, L->n, 16 * L->cfg->warps_n), ny = divi(L, addi(L, L->m, L->lay.bm - 1), L->lay.bm), bx, by;
+    if (L->cluster)
+        nx = shri(L, nx, 1);
     *ntiles = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(nx), wb_r(ny));
     const char *head = wb_new_label(L->f, name);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     raster_of(L, *tile, nx, ny, &bx, &by);
+    if (L->cluster)
+        bx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(bx), wb_imm(2), wb_r(L->crank));
     tile_coords(L, bx, by);
     return head;
 }
@@ -107,7 +114,10 @@ const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *nt
 /* The walk's end: the next tile, back to the head while there is one. */
 void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head)
 {
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(tile), wb_r(tile), wb_r(special(L, "%nctaid.x")));
+    wb_reg step = special(L, "%nctaid.x");
+    if (L->cluster)
+        step = shri(L, step, 1);
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(tile), wb_r(tile), wb_r(step));
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(tile), wb_r(ntiles));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
@@ -160,6 +170,8 @@ static void lower_setup(lw *L)
     }
     if (L->tma && !L->persist)
         raster(L, &bx, &by);
+    else if (L->cluster) /* persist: the walk takes the pair's tiles (wb_gemm_walk_begin) */
+        pair_rank(L);
     L->lane = andi(L, L->tid, 31);
     wb_reg warp = shri(L, L->tid, 5);
     L->wn = remi(L, warp, L->cfg->warps_n);
@@ -1135,6 +1147,10 @@ static void tile_begin(lw *L)
 static void tile_end(lw *L)
 {
     wb_gemm_walk_next(L, L->tile, L->ntiles, L->tile_head);
+    if (L->cluster) { /* the pair meets once, after its last tile (lower_epilogue says why) */
+        wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
+        wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
+    }
     if (L->t->features & WB_FEAT_GRIDDEP)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
     wb_emit(L->f, WB_OP_RET, NULL, 0);
@@ -1197,8 +1213,9 @@ static void lower_epilogue(lw *L, int acc)
      * the other's: no block ends before every consumer thread of both has arrived, after its last
      * remote arrival (.release: here, past the K loop), and waited (at the end, after the stores, which
      * it need not order). The producer warpgroup does not meet them: its copies land in stages both
-     * blocks wait for, and threads that have ended count as arrived. */
-    if (L->cluster)
+     * blocks wait for, and threads that have ended count as arrived. persist: once, after the last
+     * tile (tile_end). */
+    if (L->cluster && !L->persist)
         wb_emit(L->f, WB_OP_CLUSTER_ARRIVE, NULL, 0);
     const char *done = wb_new_label(L->f, "done");
     for (int i = 0; i < nacc && L->raw; i++) /* the raw rule's sums are u x b * 2^(lift - 24) */
@@ -1296,7 +1313,7 @@ static void lower_epilogue(lw *L, int acc)
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
-    if (L->cluster) /* (arrived past the K loop) */
+    if (L->cluster && !L->persist) /* (arrived past the K loop) */
         wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);
     if (!L->persist) /* persist: the next output tile first (tile_end) */
         wb_emit(L->f, WB_OP_RET, NULL, 0);
@@ -1326,7 +1343,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.tc = k->cfg.mma == WB_MMA_TCGEN05;
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.persist = L.tma && k->cfg.persistent;
-    L.cluster = L.tma && !L.persist && k->cfg.cluster > 1;
+    L.cluster = L.tma && k->cfg.cluster > 1;
     L.ksplit = L.wg && k->cfg.split_k > 1;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;

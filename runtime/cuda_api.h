@@ -126,6 +126,8 @@ enum { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_128B = 3, CU_TEN
 #define WB_CUDA_OPTIONAL_FUNCS(X)                                                                   \
     X(cuLaunchKernelEx, "cuLaunchKernelEx",                                                         \
       (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))                    \
+    X(cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters",                                 \
+      (int *clusters, CUfunction f, const CUlaunchConfig *config))                                  \
     X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                             \
       (CUtensorMap * map, int dtype, unsigned rank, void *address, const unsigned long long *dims,  \
        const unsigned long long *strides, const unsigned *box, const unsigned *element_strides,     \

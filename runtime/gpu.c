@@ -245,6 +245,21 @@ wb_status wb_gpu_launch(wb_gpu *gpu, void *function, const wb_launch_dims *d, vo
                          "cuLaunchKernel");
 }
 
+int wb_gpu_resident_blocks(wb_gpu *gpu, void *fn, const wb_launch_dims *d, int cluster)
+{
+    int sms = gpu->sm_count;
+    if (cluster < 2)
+        return sms;
+    int clusters = 0;
+    CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2], d->smem_bytes,
+                        NULL, NULL, 0};
+    const wb_cuda_api *api = gpu->api;
+    if (!api->cuOccupancyMaxActiveClusters || api->cuOccupancyMaxActiveClusters(&clusters, fn, &c) != CUDA_SUCCESS ||
+        clusters < 1)
+        clusters = sms / cluster;
+    return clusters * cluster;
+}
+
 wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, wb_type a, wb_devptr base, uint64_t rows, uint64_t cols,
                             unsigned box_rows)
 {

@@ -37,6 +37,12 @@ wb_status wb_gpu_enter(wb_gpu *gpu, const char *fn);
 wb_status wb_gpu_tensor_map(wb_gpu *gpu, CUtensorMap *map, wb_type a, wb_devptr base, uint64_t rows, uint64_t cols,
                             unsigned box_rows);
 
+/* The blocks of `fn` (launched as d says, in clusters of `cluster` blocks) that the device holds at
+ * once: what a persistent grid may take. Clusters: the driver's count of co-resident clusters
+ * (cuOccupancyMaxActiveClusters) times their size, or without that call the SMs rounded down to whole
+ * clusters; otherwise the SMs (the persistent kernels take one block an SM). */
+int wb_gpu_resident_blocks(wb_gpu *gpu, void *fn, const wb_launch_dims *d, int cluster);
+
 /* Unload every cached module (wb_gpu_destroy; the context must be current). */
 void wb_module_cache_free(wb_gpu *gpu);
 

@@ -12,6 +12,7 @@ typedef struct layer_kernel {
     wb_config cfg; /* complete */
     void *fn;
     char sha256[65];
+    int resident; /* cfg.persistent: the blocks the device holds at once (the grid's cap) */
 } layer_kernel;
 
 struct wb_layer {
@@ -156,6 +157,9 @@ static wb_status find_kernel(wb_layer *l, const wb_config *cfg, layer_kernel **o
         st = wb_gpu_load(l->gpu, ptx, wb_kernel_entry(), &kern->fn);
     }
     free(ptx);
+    wb_launch_dims d;
+    if (!st && cfg->persistent && !(st = wb_kernel_dims(&l->f, l->arch, cfg, 1, l->n, l->k, &d)))
+        kern->resident = wb_gpu_resident_blocks(l->gpu, kern->fn, &d, cfg->cluster > 1 ? cfg->cluster : 1);
     if (st)
         return st;
     l->nkernels++;
@@ -164,7 +168,7 @@ static wb_status find_kernel(wb_layer *l, const wb_config *cfg, layer_kernel **o
 }
 
 /* Shape checks, config choice and the kernel, with the layer lock held. */
-static wb_status prepare(wb_layer *l, int64_t m, wb_config *cfg, void **fn)
+static wb_status prepare(wb_layer *l, int64_t m, wb_config *cfg, void **fn, int *resident)
 {
     wb_status st = wb_format_check_shape(&l->f, m, l->n, l->k);
     if (st)
@@ -180,6 +184,7 @@ static wb_status prepare(wb_layer *l, int64_t m, wb_config *cfg, void **fn)
     if ((st = find_kernel(l, cfg, &kern)))
         return st;
     *fn = kern->fn;
+    *resident = kern->resident;
     l->has_last = 1;
     l->last_cfg = *cfg;
     memcpy(l->last_sha256, kern->sha256, sizeof l->last_sha256);
@@ -210,17 +215,17 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
                        (unsigned long long)(a % 16 ? a : out % 2 ? out : a_global % 4 ? a_global : a_scale));
     wb_config cfg;
     void *fn = NULL;
+    int resident = 0;
     pthread_mutex_lock(&layer->lock);
-    wb_status st = prepare(layer, m, &cfg, &fn);
+    wb_status st = prepare(layer, m, &cfg, &fn, &resident);
     pthread_mutex_unlock(&layer->lock);
     if (st)
         return st;
     wb_launch_dims d;
     if ((st = wb_kernel_dims(&layer->f, layer->arch, &cfg, m, layer->n, layer->k, &d)))
         return st;
-    int sms = wb_gpu_sm_count(layer->gpu);
-    if (cfg.persistent && sms > 0 && d.grid[0] > (unsigned)sms) /* the device's SMs, not the target's hint */
-        d.grid[0] = (unsigned)sms;
+    if (cfg.persistent && resident > 0 && d.grid[0] > (unsigned)resident) /* the device's, not the target's hint */
+        d.grid[0] = (unsigned)resident;
     /* Kernel parameters, in this order: out, a, w, scale, chan (u64), m, n, k (u32), then with quantized
      * activations their scales (u64) and with ags=1 the address of the activation tensor scale, then
      * with TMA loads the map of the activations (M x K, boxes of the block's tokens x 128 bytes). */

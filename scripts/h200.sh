@@ -28,6 +28,10 @@
 #                                       ledger lacks, the TMA pipeline's large-M kernels beside DIR's
 #                                       (bench/ab_build.sh: fp8, int8, W4A8, W4A16), (PEERS=1:) fp8, int8 and
 #                                       W4A16 beside torch at M = 4096 and 16384
+#   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
+#                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
+#                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
+#                                       beside torch (_scaled_mm, f16) at M = 4096 and 16384
 #   scripts/h200.sh persist             the selftest of the kernels the ledger lacks, fp8, int8 and W4A16 at
 #                                       M = 16384 on cp.async, TMA, TMA persistent and TMA in clusters of two
 #                                       (bench/ab_tma.sh), ncu counters of three decode kernels, W4A16 on TMA
@@ -350,6 +354,22 @@ if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline b
     read -r spec peer ms <<<"$run"
     PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" \
       --shapes 8192x8192 --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  done
+  exit 0
+fi
+if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step "${SELFTEST_S:-150}" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pairs="16384 8192 8192||--load tma|--persistent|fp8;4096 8192 8192||--load tma|--persistent|fp8"
+  pairs="$pairs;16384 28672 4096||--load tma|--persistent|fp8;16384 8192 8192||--load tma|--persistent|int8"
+  pairs="$pairs;16384 8192 8192||--load tma|--persistent|a=e4m3,w=int4,ws=f32,g=0"
+  pairs="$pairs;16384 8192 8192||--load tma|--persistent|w4a16;4096 8192 8192||--load tma|--persistent|w4a16"
+  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-260}" bash bench/ab_flags.sh
+  for run in "fp8 fp8 auto" "fp8 fp8 tma-persistent" "w4a16 f16 auto" "w4a16 f16 tma-persistent"; do
+    read -r spec peer load <<<"$run"
+    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load "$load" \
+      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   done
   exit 0
 fi

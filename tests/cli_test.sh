@@ -300,8 +300,8 @@ grep -q 'load=tma,mma=wgmma,cluster=2$' "$tmp/out" || fail "--cluster config: $(
 expect 0 "check --cluster 2" " ok" -- $W check int8 --arch sm_90a --m 1000 --n 4096 --k 4096 --cluster 2
 expect 2 "--cluster on cp.async" "built for the TMA pipeline" -- \
     $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --load cp.async
-expect 2 "--cluster with --persistent" "without --persistent" -- \
-    $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --persistent
+expect 0 "--cluster with --persistent" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --persistent --hash
+grep -q 'persistent=1,cluster=2$' "$tmp/out" || fail "--persistent --cluster 2 config: $(cat "$tmp/out")"
 expect 2 "--cluster 3" "must be 1 or 2" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 3
 expect 2 "--cluster odd m-tiles" "even m_tiles" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --m-tiles 9
 expect 2 "--cluster odd channel tiles" "two channel tiles" -- \

@@ -40,6 +40,10 @@ static struct {
     unsigned long long map_dims[2], map_stride;
     void *map_address;
     int attrib, attrib_value;
+    /* cuOccupancyMaxActiveClusters: the count it gives (0: it fails) and the last config's block and
+     * shared memory */
+    int max_clusters, occupancy_calls;
+    unsigned occupancy_block, occupancy_smem;
     /* the cuLink* JIT and cuModuleLoadData (the disk cache) */
     int driver_version;                      /* 0 = 13000 */
     CUresult link_create_result, link_add_result, link_complete_result, load_data_result;
@@ -283,6 +287,18 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     }
     return extra ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
+static CUresult f_max_clusters(int *clusters, CUfunction f, const CUlaunchConfig *c)
+{
+    (void)f;
+    fake.occupancy_calls++;
+    fake.occupancy_block = c->block_x;
+    fake.occupancy_smem = c->smem_bytes;
+    if (fake.max_clusters < 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    *clusters = fake.max_clusters;
+    return CUDA_SUCCESS;
+}
+
 static CUresult f_tensor_map(CUtensorMap *map, int dtype, unsigned rank, void *address,
                              const unsigned long long *dims, const unsigned long long *strides, const unsigned *box,
                              const unsigned *element_strides, int interleave, int swizzle, int l2_promotion,
@@ -386,6 +402,7 @@ static const wb_cuda_api fake_api = {
     .cuLaunchKernel = f_launch,
     .cuLaunchKernelEx = f_launch_ex,
     .cuTensorMapEncodeTiled = f_tensor_map,
+    .cuOccupancyMaxActiveClusters = f_max_clusters,
     .cuStreamSynchronize = f_stream_sync,
     .cuEventCreate = f_event_create,
     .cuEventRecord = f_event_record,

@@ -382,14 +382,16 @@ START_TEST(a16_load_choice)
 END_TEST
 
 /* --persistent: the TMA pipeline with a block per SM at most (the target's count; the runtime takes the
- * device's), a one-dimensional grid whatever the tile count, the same tile and stages as without it;
- * refused off the TMA pipeline. */
+ * device's), a one-dimensional grid whatever the tile count, the same tile, stages and clusters as
+ * without it (in clusters of two: an even grid, the pair walking pairs of tiles and meeting once at
+ * the end); refused off the TMA pipeline. */
 START_TEST(persistent_grid)
 {
     static const struct { const char *spec; int64_t m, n; unsigned grid; } cases[] = {
         {"w4a16", 4096, 8192, 132}, /* 64 strips x 16 token tiles */
-        {"w4a16", 256, 8192, 128},  /* 64 strips x 2 token tiles of 128 */
+        {"w4a16", 256, 8192, 128},  /* 64 strips x 2 token tiles of 128: too few for clusters */
         {"fp8", 16384, 8192, 132},
+        {"int8", 16384, 28672, 132},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
@@ -398,6 +400,8 @@ START_TEST(persistent_grid)
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &plain), WB_OK);
         ck_assert_int_eq(c.load, WB_LOAD_TMA);
         ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages == plain.stages);
+        ck_assert_int_eq(c.cluster, plain.cluster);
+        ck_assert_int_eq(c.cluster, i == 1 ? 0 : 2);
         wb_launch_dims d, dp;
         ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, cases[i].m, cases[i].n, 8192, &d), WB_OK);
         ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, cases[i].m, cases[i].n, 8192, &dp), WB_OK);
@@ -407,6 +411,8 @@ START_TEST(persistent_grid)
         char *ptx = NULL;
         ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
         ck_assert_ptr_null(strstr(ptx, "%nctaid.y")); /* the tiles come from the walk, not the grid's shape */
+        ck_assert_int_eq(count_of(ptx, "barrier.cluster.arrive.release"), c.cluster == 2);
+        ck_assert_int_eq(count_of(ptx, ".multicast::cluster"), c.cluster == 2);
         free(ptx);
     }
     char *ptx = NULL;
@@ -419,8 +425,8 @@ END_TEST
 
 /* --cluster 2: the TMA pipeline in pairs of blocks (.reqnctapercluster 2, 1, 1) on an even grid of
  * channel tiles, the same tile, stages and shared memory as without it, each block multicasting half
- * of the activation tile; refused off the TMA pipeline, with --persistent, with an odd m_tiles or an
- * odd count of channel tiles. */
+ * of the activation tile; refused off the TMA pipeline, with an odd m_tiles or an odd count of channel
+ * tiles. */
 START_TEST(cluster_pairs)
 {
     static const char *const specs[] = {"w4a16", "fp8", "int8"};
@@ -457,7 +463,6 @@ START_TEST(cluster_pairs)
     }
     const wb_config bad[] = {
         {.cluster = 2, .load = WB_LOAD_CP_ASYNC, .mma = WB_MMA_WGMMA},
-        {.cluster = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1},
         {.cluster = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .m_tiles = 9},
         {.cluster = 3, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA},
     };

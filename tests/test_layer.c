@@ -147,6 +147,39 @@ START_TEST(test_layer_gemm_tma)
 }
 END_TEST
 
+/* --persistent: the grid is the blocks the device holds at once, asked once a kernel: the SMs (132),
+ * or in clusters of two the driver's count of co-resident clusters times two, or, where that call
+ * fails, the SMs rounded down to pairs; fewer blocks where there are fewer tiles. */
+START_TEST(test_layer_persistent_grid)
+{
+    static const struct { int cluster, max_clusters; int64_t m; unsigned grid; } cases[] = {
+        {1, 50, 16384, 132}, {2, 50, 16384, 100}, {2, 0, 16384, 132}, {2, 50, 300, 96}, {1, 0, 100, 32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_gpu *g = fake_gpu();
+        fake.max_clusters = cases[i].max_clusters;
+        fake.occupancy_calls = 0;
+        wb_layer *l = make_layer(g, "fp8", 4096, 1024);
+        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .m_tiles = 16, .warps_n = 8, .persistent = 1,
+                       .cluster = cases[i].cluster};
+        ck_assert_int_eq(wb_layer_set_config(l, &c), WB_OK);
+        for (int call = 0; call < 2; call++) {
+            wb_status st = wb_layer_gemm_q(l, cases[i].m, 0xA000, 0xC000, 0xB000, NULL);
+            ck_assert_msg(st == WB_OK, "wb_layer_gemm_q: %s", wb_last_error());
+            ck_assert_msg(fake.launch_dims[0] == cases[i].grid && fake.launch_dims[1] == 1,
+                          "case %zu: grid %u x %u, want %u", i, fake.launch_dims[0], fake.launch_dims[1],
+                          cases[i].grid);
+        }
+        ck_assert_msg(fake.occupancy_calls == (cases[i].cluster > 1), "case %zu: %d occupancy calls", i,
+                      fake.occupancy_calls); /* once a kernel, for clusters only */
+        if (cases[i].cluster > 1)
+            ck_assert_uint_eq(fake.occupancy_block, 384);
+        wb_layer_destroy(l);
+        wb_gpu_destroy(g);
+    }
+}
+END_TEST
+
 /* Misaligned device pointers are refused before any launch, naming the pointer (a fault there would
  * spoil the caller's CUDA context): activations 16 bytes, output 2, f32 scales and a_global 4; the
  * quantizer's x, codes and f32 scales 4. */
@@ -483,6 +516,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_gemm);
     tcase_add_test(b, test_layer_misaligned);
     tcase_add_test(b, test_layer_gemm_tma);
+    tcase_add_test(b, test_layer_persistent_grid);
     tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_gemm_x);
     tcase_add_test(b, test_layer_fp4_quantizer);

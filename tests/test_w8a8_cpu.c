@@ -79,9 +79,12 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
 {
     wb_launch_dims dims;
     ck_assert_int_eq(wb_kernel_dims(&b->f, b->fn.target->arch, &b->cfg, m, n, k, &dims), WB_OK);
-    if (b->cfg.persistent) { /* a grid of one block per SM (as a GPU with 3 SMs), so each walks several tiles */
+    if (b->cfg.persistent) { /* a grid of one block per SM (as a GPU with 3 SMs; in clusters of two, 4), so
+                                each walks several tiles */
+        unsigned sms = b->cfg.cluster > 1 ? 4 : 3;
         ck_assert_uint_eq(dims.grid[1], 1);
-        dims.grid[0] = dims.grid[0] < 3 ? dims.grid[0] : 3;
+        ck_assert_uint_eq(dims.grid[0] % (b->cfg.cluster > 1 ? 2 : 1), 0);
+        dims.grid[0] = dims.grid[0] < sms ? dims.grid[0] : sms;
     }
     int elem = b->f.a.bits / 8, cl = b->cfg.cluster > 1 ? b->cfg.cluster : 1;
     CHECK(8 * b->cfg.m_tiles % cl == 0, "a cluster of %d blocks cannot split %d tokens", cl, 8 * b->cfg.m_tiles);
@@ -844,22 +847,30 @@ END_TEST
  * against the float64 reference: 4 channel tiles (2 pairs, the raster order over pairs), token tiles
  * whose second half lies partly (M = 300, 100 with 64-row tiles) or wholly (M = 100 with 128-row
  * tiles: rows 64..127 of the second tile are past M, its second half wholly) past M, 16-bit and 8-bit
- * activations, fp8's two-level sums with a bias, s8, zero points. */
+ * activations, fp8's two-level sums with a bias, s8, zero points. Persistent (--persistent): two pairs
+ * walk the pairs of tiles, the stages running on across them (10 pairs of tiles: 5 each; 8: 4 each;
+ * 2: one each), meeting once after their last. */
 START_TEST(tma_cluster_matches_reference)
 {
-    static const struct { const char *spec; int64_t m, k; int mt, stages; } cases[] = {
-        {"fp8", 300, 512, 4, 3},
-        {"fp8,out=f16,bias=1", 100, 384, 8, 4},
-        {"int8", 100, 512, 16, 3},
-        {"w4a16", 300, 512, 4, 3},
-        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4},
-        {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3},
+    static const struct { const char *spec; int64_t m, k; int mt, stages, persistent; } cases[] = {
+        {"fp8", 300, 512, 4, 3, 0},
+        {"fp8,out=f16,bias=1", 100, 384, 8, 4, 0},
+        {"int8", 100, 512, 16, 3, 0},
+        {"w4a16", 300, 512, 4, 3, 0},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4, 0},
+        {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3, 0},
+        {"fp8", 300, 512, 8, 3, 1},
+        {"fp8,out=f16,bias=1", 100, 384, 4, 4, 1},
+        {"int8", 30, 512, 4, 3, 1},
+        {"w4a16", 300, 512, 8, 3, 1},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 4, 4, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f;
         ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
         wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages, .cluster = 2};
+                       .stages = cases[i].stages, .cluster = 2, .persistent = cases[i].persistent};
         (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 512, cases[i].k, c);
     }
 }
