@@ -52,7 +52,9 @@ static int wgmma_stages(const wb_target *t, const wb_format *f, const wb_config 
     int64_t by_regs = 65536 / ((c->m_tiles * 4 + 80) * threads), per_sm = (wgmma_blocks(c, m, n) + sms - 1) / sms;
     per_sm = per_sm < by_regs ? per_sm : by_regs;
     per_sm = per_sm < 1 ? 1 : per_sm;
-    int64_t fit = t->smem_max / (per_sm * lay.stage);
+    /* persistent: the epilogue's output tile has its own place beside the stages (wb_layout_get) */
+    int64_t fit = c->persistent && lay.out_off ? (t->smem_max / per_sm - lay.out_bytes) / (lay.stage + 16)
+                                               : t->smem_max / (per_sm * lay.stage);
     return fit > 8 ? 8 : fit < 3 ? 3 : (int)fit;
 }
 

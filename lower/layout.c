@@ -61,6 +61,15 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
         L->smem += 16 * cfg->stages;
+    L->out_row = L->out_bytes = L->out_off = 0;
+    if (cfg->load == WB_LOAD_TMA && cfg->mma == WB_MMA_WGMMA) {
+        L->out_row = 2 * L->bn + 16;
+        L->out_bytes = L->bm * L->out_row;
+        if (cfg->persistent || L->out_bytes > L->stage * cfg->stages) {
+            L->out_off = L->smem;
+            L->smem += L->out_bytes;
+        }
+    }
     L->tc_a_off = L->tc_mbar_off = L->tc_tmem_off = L->tc_x_off = L->tc_sf_off = 0;
     L->tc_bs = cfg->mma == WB_MMA_TCGEN05 ? wb_isa_tc_block_scale_vec(f, arch) : 0;
     if (cfg->mma == WB_MMA_TCGEN05) {

@@ -55,6 +55,12 @@ typedef struct wb_layout {
                              tiles at tc_a_off hold e2m1 codes (128 rows of 32 bytes each); two SFA staging
                              chunks (512 bytes) and two SFB ones (1024) at tc_sf_off */
     int tc_sf_off;
+    int out_row, out_bytes; /* the TMA pipeline (wgmma): the epilogue's 16-bit output tile in shared memory,
+                               bm token rows of bn channels, each row padded by 16 bytes (2 * bn + 16:
+                               the rows of a warp's 2-byte stores fall in distinct banks); else 0 */
+    int out_off;          /* where it lies: over the stages (0), whose last reads are done by then, or
+                             (persistent, whose stages fill for the next tile meanwhile, or where the
+                             stages are smaller) after the mbarriers */
     int smem;             /* dynamic shared memory per block */
 } wb_layout;
 

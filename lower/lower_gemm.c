@@ -1197,6 +1197,58 @@ static void split_sum(lw *L, wb_reg *c, int nacc)
     }
 }
 
+/* The consumer threads meet (a named barrier: the producer warpgroup goes its own way). */
+static void consumers_meet(lw *L)
+{
+    wb_emit(L->f, WB_OP_BAR_SYNC_N, NULL, 2, wb_imm(1), wb_imm(L->lay.consumers));
+}
+
+/* The TMA pipeline's output tile, staged in shared memory (lay.out_off: bm rows of bn 2-byte channels,
+ * rows out_row bytes apart), to global memory: a row is bn / 8 chunks of 16 bytes, consumer thread t
+ * takes chunk t % (bn / 8) of rows t / (bn / 8), + consumers / (bn / 8), ...; one 16-byte load and
+ * store a chunk (a warp's stores cover whole rows), or, where the output pointer is not 16-byte
+ * aligned (the API asks 2 bytes), eight 2-byte stores. Rows past M are not stored. */
+static void store_staged(lw *L, wb_reg tile)
+{
+    int per_row = L->lay.bn / 8, rows = L->lay.consumers / per_row;
+    wb_reg col = remi(L, L->tid, per_row), row = divi(L, L->tid, per_row);
+    wb_reg src = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(L->lay.out_row), wb_r(tile));
+    src = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(col), wb_imm(16), wb_r(src));
+    wb_reg tok = add(L, L->m0, row);
+    /* out + (tok * N + n0) * 2 + col * 16, stepping by rows * N * 2 */
+    wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->n), wb_r(muli(L, L->strip0, 16)));
+    wb_reg dst = addr64(L, L->out, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(col), wb_imm(8), wb_r(idx)), 2);
+    wb_reg step = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(L->n), wb_imm(2 * rows));
+    wb_reg low = cvt(L, "u32.u64", WB_RC_B32, L->out);
+    wb_reg odd = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_NE, "u32", 3, wb_r(odd), wb_r(andi(L, low, 15)), wb_imm(0));
+    for (int j = 0; j < L->lay.bm / rows; j++) {
+        const char *skip = wb_new_label(L->f, "nost"), *narrow = wb_new_label(L->f, "narrow");
+        wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
+        wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(addi(L, tok, (int64_t)j * rows)), wb_r(L->m));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
+        wb_reg v[4];
+        for (int q = 0; q < 4; q++)
+            v[q] = wb_new_reg(L->f, WB_RC_B32);
+        wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]),
+                wb_r(addi(L, src, (int64_t)j * rows * L->lay.out_row)));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(odd), wb_text(narrow));
+        wb_emit(L->f, WB_OP_ST_GLOBAL_V4, NULL, 5, wb_r(dst), wb_r(v[0]), wb_r(v[1]), wb_r(v[2]), wb_r(v[3]));
+        wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(skip));
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(narrow));
+        for (int q = 0; q < 4; q++) {
+            wb_reg h[2] = {wb_new_reg(L->f, WB_RC_B16), wb_new_reg(L->f, WB_RC_B16)};
+            wb_emit(L->f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(h[0]), wb_r(h[1]), wb_r(v[q]));
+            for (int b = 0; b < 2; b++)
+                wb_emit(L->f, WB_OP_ST_GLOBAL, "b16", 2,
+                        wb_r(op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(dst), wb_imm(4 * q + 2 * b))), wb_r(h[b]));
+        }
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
+        if (j + 1 < L->lay.bm / rows)
+            wb_emit(L->f, WB_OP_ADD, "u64", 3, wb_r(dst), wb_r(dst), wb_r(step));
+    }
+}
+
 static void lower_epilogue(lw *L, int acc)
 {
     wb_reg *c = L->vals[acc];
@@ -1292,14 +1344,32 @@ static void lower_epilogue(lw *L, int acc)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as[j]), wb_r(addr64(L, L->ascale, in, 4)));
     }
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
+    /* the TMA pipeline: the tile goes through shared memory (store_staged), once every consumer is past
+     * its K loop (the stages' last wgmma reads are done) or, persistent, past the last tile's copy; the
+     * thread's values at rows tig * 2 (+ 1, + 8 mt), columns wn * 16 + gid (+ 8) */
+    wb_reg tile = {-1}, staged = {-1};
+    if (L->tma) {
+        tile = addi(L, L->smem, L->lay.out_off);
+        staged = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2 * L->lay.out_row), wb_r(tile));
+        staged = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn),
+                                                                  wb_imm(16), wb_r(L->gid))),
+                     wb_imm(2), wb_r(staged));
+        consumers_meet(L);
+    }
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)
         for (int i = 0; i < 4; i++) {
-            wb_reg tok = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0));
-            tok = addi(L, tok, mt * 8 + (i & 1));
-            wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
-            const char *skip = wb_new_label(L->f, "nost");
-            wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
-            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+            /* the token: a bound and the scale's index where the tile is not staged (staged, every
+             * W8A8 token scale was loaded above: as[]) */
+            wb_reg tok = {-1};
+            const char *skip = NULL;
+            if (!L->tma) {
+                tok = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(2), wb_r(L->m0)),
+                           mt * 8 + (i & 1));
+                wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+                skip = wb_new_label(L->f, "nost");
+                wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(p), wb_r(tok), wb_r(L->m));
+                wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(skip));
+            }
             wb_reg v = c[mt * 4 + i];
             if (L->w8a8)
                 v = scale_sum(L, v, wscale[i >> 1], tok, as[2 * mt + (i & 1)]);
@@ -1308,10 +1378,19 @@ static void lower_epilogue(lw *L, int acc)
             if (L->fmt->bias)
                 v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(bias[i >> 1]));
             wb_reg h = cvt(L, out_bf ? "rn.bf16.f32" : "rn.f16.f32", WB_RC_B16, v);
+            if (L->tma) {
+                wb_emit(L->f, WB_OP_ST_SHARED, "b16", 2,
+                        wb_r(addi(L, staged, (int64_t)(mt * 8 + (i & 1)) * L->lay.out_row + (i >> 1) * 16)), wb_r(h));
+                continue;
+            }
             wb_reg idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(tok), wb_r(L->n), wb_r(addi(L, ch, (i >> 1) * 8)));
             wb_emit(L->f, WB_OP_ST_GLOBAL, "b16", 2, wb_r(addr64(L, L->out, idx, 2)), wb_r(h));
             wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
         }
+    if (L->tma) {
+        consumers_meet(L);
+        store_staged(L, tile);
+    }
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(done));
     if (L->cluster && !L->persist) /* (arrived past the K loop) */
         wb_emit(L->f, WB_OP_CLUSTER_WAIT, NULL, 0);

@@ -146,7 +146,7 @@ void interp_fail(const char *file, int line, const char *fmt, ...)
 }
 
 /* SPIN: at an mbarrier.try_wait that failed; it tries again in the next round */
-enum { RUN, AT_WARP, AT_BAR, SPIN, DONE };
+enum { RUN, AT_WARP, AT_BAR, AT_NBAR, SPIN, DONE };
 
 /* MAX_MBARS: --load tma's full and empty barrier per stage (8 stages at most), tcgen05's two */
 enum { MAX_MBARS = 24, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
@@ -1541,6 +1541,11 @@ static void run_thread(emu *e, int i)
             note_shared(e, i, th->pc, (uint32_t)val(th, &o[1]), INTERP_SH_LD4, access_bytes(in->type));
             break;
         case WB_OP_ST_GLOBAL: store(e, in->type, val(th, &o[0]), val(th, &o[1]), 0); break;
+        case WB_OP_ST_GLOBAL_V4: /* the whole vector: aligned, inside a buffer */
+            global_at(e, val(th, &o[0]), 16, 1);
+            for (int j = 0; j < 4; j++)
+                store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 0);
+            break;
         case WB_OP_ST_SHARED:
             store(e, in->type, val(th, &o[0]), val(th, &o[1]), 1);
             note_shared(e, i, th->pc, (uint32_t)val(th, &o[0]), INTERP_SH_ST4, access_bytes(in->type));
@@ -1569,6 +1574,12 @@ static void run_thread(emu *e, int i)
             shared_write(e, val(th, &o[0]), 16);
             break;
         case WB_OP_BAR_SYNC: note_release(e, i, e->rank, REL_BAR, e->bar_gen + 1), th->state = AT_BAR; return;
+        case WB_OP_BAR_SYNC_N: /* a named barrier: passed by its count of threads (named_barriers) */
+            CHECK(val(th, &o[0]) >= 1 && val(th, &o[0]) < 16 && val(th, &o[1]) % 32 == 0 && val(th, &o[1]) > 0,
+                  "%s (insn %d): bar.sync %llu, %llu: barrier 1..15 and a count of whole warps", who(e, i).s, th->pc,
+                  (unsigned long long)val(th, &o[0]), (unsigned long long)val(th, &o[1]));
+            th->state = AT_NBAR;
+            return;
         case WB_OP_BRA: next = jump(e, o[0].text); break;
         case WB_OP_BRA_IF: if (th->r[o[0].v]) next = jump(e, o[1].text); break;
         case WB_OP_BRA_IFNOT: if (!th->r[o[0].v]) next = jump(e, o[1].text); break;
@@ -2094,7 +2105,8 @@ static void warp_wait(const emu *e, int w, char *buf, size_t size, int *lanes)
         *lanes += e->t[32 * w + j].state == th->state && e->t[32 * w + j].pc == th->pc;
     int cw = th->state == SPIN && e->f->insns[th->pc].op == WB_OP_CLUSTER_WAIT;
     int n = snprintf(buf, size, "insn %d (%s)", th->pc,
-                     th->state == AT_BAR ? "bar.sync" : th->state == AT_WARP ? "a collective"
+                     th->state == AT_BAR ? "bar.sync" : th->state == AT_NBAR ? "a named bar.sync"
+                     : th->state == AT_WARP ? "a collective"
                                                       : cw ? "barrier.cluster.wait" : "mbarrier spin");
     if (th->state != SPIN || cw)
         return;
@@ -2223,6 +2235,30 @@ static void block_end(emu *e)
     e->ended = 1;
 }
 
+/* Named barriers (bar.sync id, count): each passes once `count` threads wait at it (threads that have
+ * ended do not count); more than count at one is a kernel error. Returns whether one passed. */
+static int named_barriers(emu *e)
+{
+    int at[16] = {0}, want[16] = {0}, moved = 0;
+    for (int i = 0; i < e->nthreads; i++)
+        if (e->t[i].state == AT_NBAR) {
+            const wb_opnd *o = e->f->insns[e->t[i].pc].o;
+            int id = (int)val(&e->t[i], &o[0]);
+            at[id]++;
+            want[id] = (int)val(&e->t[i], &o[1]);
+        }
+    for (int id = 1; id < 16; id++) {
+        CHECK(at[id] <= want[id], "%d threads wait at named barrier %d, whose count is %d", at[id], id, want[id]);
+        if (!at[id] || at[id] < want[id])
+            continue;
+        for (int i = 0; i < e->nthreads; i++)
+            if (e->t[i].state == AT_NBAR && val(&e->t[i], &e->f->insns[e->t[i].pc].o[0]) == (uint64_t)id)
+                e->t[i].pc++, e->t[i].state = RUN;
+        moved = 1;
+    }
+    return moved;
+}
+
 /* One round of the block: every thread runs to its next wait (a failed try_wait or barrier.cluster.wait
  * spins: it tries again next round), then each warp whose lanes all met at a collective runs it, and
  * when nothing else moved and every live thread is at bar.sync, they pass it (threads that have ended
@@ -2247,6 +2283,7 @@ static int block_round(emu *e)
             moved = 1;
         }
     }
+    moved |= named_barriers(e);
     count_live(e, &live, &at_bar);
     if (!live) {
         block_end(e);
