@@ -247,6 +247,14 @@ START_TEST(ptx_per_architecture)
 }
 END_TEST
 
+/* The part of an annotated kernel's text before its epilogue (a copy: free it). */
+static char *before_epilogue(const char *ptx)
+{
+    const char *at = strstr(ptx, "// ir: epilogue");
+    ck_assert_ptr_nonnull(at);
+    return strndup(ptx, (size_t)(at - ptx));
+}
+
 static int count_of(const char *text, const char *what)
 {
     int n = 0;
@@ -280,7 +288,9 @@ START_TEST(w8a8_wgmma)
         ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 8);
         /* 16 code words a lane: before the loop, then for the next tile in each half, into the other
          * half's registers (a wgmma's registers are never written while it runs) */
-        ck_assert_int_eq(count_of(ptx, "ld.shared.v4.u32"), 12);
+        char *loop = before_epilogue(ptx);
+        ck_assert_int_eq(count_of(loop, "ld.shared.v4.u32"), 12);
+        free(loop);
         ck_assert_ptr_nonnull(strstr(ptx, "mma rule: s8 x s8 -> s32, wgmma m64n"));
         ck_assert_ptr_null(strstr(ptx, "ldmatrix")); /* wgmma reads the activations itself */
         ck_assert_ptr_null(strstr(ptx, "mma.sync"));
@@ -381,6 +391,55 @@ START_TEST(a16_load_choice)
 }
 END_TEST
 
+/* The TMA pipeline's epilogue stages its output tile in shared memory: the consumers meet at a named
+ * barrier before and after their 2-byte stores into it (one a sum), then each stores 16-byte chunks
+ * of whole rows (or, behind a branch on the output pointer's alignment, eight 2-byte stores a chunk);
+ * the tile's rows are padded by 16 bytes; over the stages unless persistent. The cp.async wgmma and the
+ * mma.sync kernels store their sums from the registers. */
+START_TEST(staged_epilogue)
+{
+    static const struct { const char *spec; int64_t m; wb_config c; } cases[] = {
+        {"fp8", 16384, {0}},
+        {"int8", 16384, {0}},
+        {"w4a16", 4096, {0}},
+        {"w4a16", 4096, {.persistent = 1}},
+        {"a=e4m3,w=int4,ws=f32,g=0", 300, {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_n = 4}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_format f = fmt(cases[i].spec);
+        wb_config c = cases[i].c;
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, 8192, 8192, &c), WB_OK);
+        ck_assert_int_eq(c.load, WB_LOAD_TMA);
+        wb_layout lay;
+        wb_layout_get(&f, &c, WB_ARCH_SM90A, &lay);
+        ck_assert_int_eq(lay.out_row, 2 * lay.bn + 16);
+        ck_assert_int_eq(lay.out_bytes, lay.bm * lay.out_row);
+        ck_assert_int_eq(lay.out_off, c.persistent ? lay.mbar_off + 16 * c.stages : 0);
+        char *ptx = NULL, bar[32];
+        ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+        const char *epi = strstr(ptx, "// ir: epilogue");
+        ck_assert_ptr_nonnull(epi);
+        snprintf(bar, sizeof bar, "bar.sync 1, %d;", lay.consumers);
+        int chunks = lay.bm * lay.bn / 8 / lay.consumers; /* 16-byte chunks a thread */
+        ck_assert_int_eq(count_of(epi, bar), 2);
+        ck_assert_int_eq(count_of(epi, "st.shared.b16"), c.m_tiles * 4);
+        ck_assert_int_eq(count_of(epi, "ld.shared.v4.u32"), chunks);
+        ck_assert_int_eq(count_of(epi, "st.global.v4.u32"), chunks);
+        ck_assert_int_eq(count_of(epi, "st.global.b16"), 8 * chunks);
+        free(ptx);
+    }
+    wb_format f = fmt("w4a16");
+    wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_CP_ASYNC};
+    char *ptx = NULL;
+    ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 4096, 8192, 8192, &c), WB_OK);
+    ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx), WB_OK);
+    ck_assert_ptr_null(strstr(ptx, "bar.sync 1,"));
+    ck_assert_ptr_null(strstr(ptx, "st.global.v4"));
+    ck_assert_int_eq(count_of(ptx, "st.global.b16"), c.m_tiles * 4);
+    free(ptx);
+}
+END_TEST
+
 /* --persistent: the TMA pipeline with a block per SM at most (the target's count; the runtime takes the
  * device's), a one-dimensional grid whatever the tile count, the same tile, stages and clusters as
  * without it (in clusters of two: an even grid, the pair walking pairs of tiles and meeting once at
@@ -399,7 +458,10 @@ START_TEST(persistent_grid)
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &c), WB_OK);
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &plain), WB_OK);
         ck_assert_int_eq(c.load, WB_LOAD_TMA);
-        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages == plain.stages);
+        /* the epilogue's staged output tile has its own place beside the stages: a stage fewer where
+         * both do not fit */
+        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages <= plain.stages &&
+                  c.stages >= 3);
         ck_assert_int_eq(c.cluster, plain.cluster);
         ck_assert_int_eq(c.cluster, i == 1 ? 0 : 2);
         wb_launch_dims d, dp;
@@ -407,7 +469,9 @@ START_TEST(persistent_grid)
         ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &plain, cases[i].m, cases[i].n, 8192, &dp), WB_OK);
         ck_assert_uint_eq(d.grid[0], cases[i].grid);
         ck_assert_uint_eq(d.grid[1], 1);
-        ck_assert(d.block[0] == dp.block[0] && d.smem_bytes == dp.smem_bytes);
+        wb_layout lay;
+        wb_layout_get(&f, &c, WB_ARCH_SM90A, &lay);
+        ck_assert(d.block[0] == dp.block[0] && lay.out_off >= lay.stage * c.stages && d.smem_bytes <= 232448);
         char *ptx = NULL;
         ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
         ck_assert_ptr_null(strstr(ptx, "%nctaid.y")); /* the tiles come from the walk, not the grid's shape */
@@ -858,7 +922,9 @@ START_TEST(fp8_wgmma)
             ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w="));
             /* both operands by descriptor: the weight tile is never loaded into registers */
             ck_assert_ptr_nonnull(strstr(ptx, "A: the weight tile in shared memory"));
-            ck_assert_ptr_null(strstr(ptx, "ld.shared.v4"));
+            char *loop = before_epilogue(ptx);
+            ck_assert_ptr_null(strstr(loop, "ld.shared.v4"));
+            free(loop);
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "s32"));
             ck_assert_ptr_nonnull(strstr(ptx, "setp.eq.u32")); /* the false scale-d */
@@ -1429,6 +1495,7 @@ int main(void)
     tcase_add_test(t, w8a8_wgmma);
     tcase_add_test(t, a16_load_choice);
     tcase_add_test(t, persistent_grid);
+    tcase_add_test(t, staged_epilogue);
     tcase_add_test(t, cluster_pairs);
     tcase_add_test(t, split_k_pairs);
     tcase_add_test(t, tma_warp_specialized);
