@@ -802,6 +802,25 @@ START_TEST(a16_kernel_k_slices)
 }
 END_TEST
 
+/* A TMA pipeline case: spec, M, K, m_tiles, stages, persistent. */
+typedef struct tma_case {
+    const char *spec;
+    int64_t m, k;
+    int mt, stages, persistent;
+} tma_case;
+
+/* Each case on sm_90a's TMA pipeline (eight warps of channels) with N = n, in clusters of `cluster`. */
+static void run_tma_cases(const tma_case *cases, size_t count, int64_t n, int cluster)
+{
+    for (size_t i = 0; i < count; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
+        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
+                       .stages = cases[i].stages, .persistent = cases[i].persistent, .cluster = cluster};
+        (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, n, cases[i].k, c);
+    }
+}
+
 /* --load tma on sm_90a (wgmma): the warp-specialized pipeline (the consumer warpgroups, then a producer
  * warpgroup whose first warp issues per stage a TMA box of activations and cp.async.bulk copies of the
  * weights and scale records, counted on the stage's full mbarrier; each consumer warp releases the
@@ -814,7 +833,7 @@ END_TEST
  * producer and consumers fails the case. */
 START_TEST(tma_kernel_matches_reference)
 {
-    static const struct { const char *spec; int64_t m, k; int mt, stages, persistent; } cases[] = {
+    static const tma_case cases[] = {
         {"w4a16", 100, 1024, 8, 3, 0},
         {"w4a16", 300, 512, 16, 4, 0},
         {"a=bf16,w=int4,ws=bf16,g=128,bias=1", 100, 512, 16, 3, 0},
@@ -836,13 +855,7 @@ START_TEST(tma_kernel_matches_reference)
         {"int8", 100, 512, 8, 3, 1},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wb_format f;
-        ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
-        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages, .persistent = cases[i].persistent, .cluster = 1};
-        (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 256, cases[i].k, c);
-    }
+    run_tma_cases(cases, sizeof cases / sizeof cases[0], 256, 1);
     /* an output 2 bytes past a 16-byte boundary: the staged tile's rows leave by 2-byte stores (a 16-byte
      * store there faults in the interpreter) */
     out_shift = 1;
@@ -866,7 +879,7 @@ END_TEST
  * 2: one each), meeting once after their last. */
 START_TEST(tma_cluster_matches_reference)
 {
-    static const struct { const char *spec; int64_t m, k; int mt, stages, persistent; } cases[] = {
+    static const tma_case cases[] = {
         {"fp8", 300, 512, 4, 3, 0},
         {"fp8,out=f16,bias=1", 100, 384, 8, 4, 0},
         {"int8", 100, 512, 16, 3, 0},
@@ -880,13 +893,7 @@ START_TEST(tma_cluster_matches_reference)
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 4, 4, 1},
         {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wb_format f;
-        ck_assert_int_eq(wb_format_parse(cases[i].spec, &f), WB_OK);
-        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 8, .m_tiles = cases[i].mt,
-                       .stages = cases[i].stages, .cluster = 2, .persistent = cases[i].persistent};
-        (f.a.bits == 16 ? run_case_a16 : run_case)(cases[i].spec, WB_ARCH_SM90A, cases[i].m, 512, cases[i].k, c);
-    }
+    run_tma_cases(cases, sizeof cases / sizeof cases[0], 512, 2);
 }
 END_TEST
 
