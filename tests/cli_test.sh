@@ -385,7 +385,7 @@ fi
 if expect 0 "selftest --list" "" -- $W selftest --list; then
     [ "$(wc -l <"$tmp/out")" -ge 388 ] || fail "selftest --list: $(wc -l <"$tmp/out") cases"
     awk -F'\t' '!(NF == 4 || (NF == 5 && ($5 == "--batch-invariant" || $5 == "--mma,wgmma,--load,tma" ||
-                                    $5 == "--mma,wgmma,--load,tma,--persistent" ||
+                                    $5 == "--mma,wgmma,--load,tma,--persistent,--cluster,1" ||
                                     $5 == "--mma,wgmma,--load,tma,--persistent,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,1" ||

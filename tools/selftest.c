@@ -42,7 +42,7 @@ static const char *case_choices(const plan_case *c)
     return c->invariant ? "--batch-invariant"
            : c->tma == 4 ? "--mma,wgmma,--load,tma,--persistent,--cluster,2"
            : c->tma == 3 ? "--mma,wgmma,--load,tma,--cluster,2"
-           : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent"
+           : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent,--cluster,1"
            : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
            : c->split   ? "--split-k,2"
