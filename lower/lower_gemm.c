@@ -1344,9 +1344,10 @@ static void lower_epilogue(lw *L, int acc)
         wb_emit(L->f, WB_OP_LD_GLOBAL, "f32", 2, wb_r(as[j]), wb_r(addr64(L, L->ascale, in, 4)));
     }
     int out_bf = L->fmt->out.kind == WB_KIND_BF16;
-    /* the TMA pipeline: the tile goes through shared memory (store_staged), once every consumer is past
-     * its K loop (the stages' last wgmma reads are done) or, persistent, past the last tile's copy; the
-     * thread's values at rows tig * 2 (+ 1, + 8 mt), columns wn * 16 + gid (+ 8) */
+    /* the TMA pipeline: the tile goes through shared memory (store_staged), written once every consumer
+     * is past its K loop (no wgmma reads the stages any more; persistent: every consumer has copied the
+     * previous tile's rows out); the thread's values at rows tig * 2 (+ 1, + 8 mt), columns
+     * wn * 16 + gid (+ 8) */
     wb_reg tile = {-1}, staged = {-1};
     if (L->tma) {
         tile = addi(L, L->smem, L->lay.out_off);
