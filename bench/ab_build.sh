@@ -27,7 +27,7 @@ for round in 1 2; do
       bin=build/warble; [ $b = base ] && bin=$BASE/build/warble
       # shellcheck disable=SC2086
       timeout 60 "$bin" bench "$spec" --m "$m" --n "$n" --k "$k" ${flags:-} --json 2>>"$OUT/ab_build.err" |
-        sed "s/^{/{\"build\": \"$b\", /" >>"$OUT/ab_build.jsonl"
+        sed "s/^{/{\"build\": \"$b\", \"flags\": \"${flags:-}\", /" >>"$OUT/ab_build.jsonl"
     done
   done
 done
