@@ -1355,6 +1355,11 @@ static void lower_epilogue(lw *L, int acc)
         staged = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn),
                                                                   wb_imm(16), wb_r(L->gid))),
                      wb_imm(2), wb_r(staged));
+        wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+                wb_text(wb_arena_printf(L->f->arena, "store rule: the output tile staged in shared memory (%d rows of "
+                                                     "%d bytes, 16 of them padding), then whole rows in 16-byte "
+                                                     "chunks (2-byte stores where the output pointer is not "
+                                                     "16-byte aligned)", L->lay.bm, L->lay.out_row)));
         consumers_meet(L);
     }
     for (int mt = 0; mt < L->cfg->m_tiles; mt++)

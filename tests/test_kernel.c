@@ -422,6 +422,7 @@ START_TEST(staged_epilogue)
         snprintf(bar, sizeof bar, "bar.sync 1, %d;", lay.consumers);
         int chunks = lay.bm * lay.bn / 8 / lay.consumers; /* 16-byte chunks a thread */
         ck_assert_int_eq(count_of(epi, bar), 2);
+        ck_assert_ptr_nonnull(strstr(epi, "// store rule: the output tile staged in shared memory"));
         ck_assert_int_eq(count_of(epi, "st.shared.b16"), c.m_tiles * 4);
         ck_assert_int_eq(count_of(epi, "ld.shared.v4.u32"), chunks);
         ck_assert_int_eq(count_of(epi, "st.global.v4.u32"), chunks);
