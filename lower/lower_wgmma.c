@@ -112,16 +112,18 @@ static void land_next(lw *L, int pending, int dist)
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(past));
 }
 
-/* fp8: add the slice's product, complete, to the f32 sums (the two-level accumulation below). */
-static void promote(lw *L)
+/* fp8: add a slice's product, complete, to the f32 sums (the two-level accumulation below). */
+static void promote_part(lw *L, const wb_reg *part)
 {
-    if (L->part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
-        wb_gemm_scale_part(L, L->vals_acc, L->part, L->sscale);
+    if (part && L->grouped) { /* grouped W8A8: the slice's product times its scales */
+        wb_gemm_scale_part(L, L->vals_acc, part, L->sscale);
         return;
     }
-    for (int i = 0; L->part && i < L->cfg->m_tiles * 4; i++)
-        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(L->part[i]));
+    for (int i = 0; part && i < L->cfg->m_tiles * 4; i++)
+        wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(L->vals_acc[i]), wb_r(L->vals_acc[i]), wb_r(part[i]));
 }
+
+static void promote(lw *L) { promote_part(L, L->part); }
 
 /* The rotated wgmma loop (L->rot): while the group just committed runs, land the next tile, issue the
  * copies of tile kt + S - 1 into the stage read one iteration ago (its group is complete: every warp
@@ -150,9 +152,79 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
 }
 
+/* sp, before the loop: each half's slice product registers, the stages they release, the tails. */
+void wb_wgmma_sp_setup(lw *L)
+{
+    int n = L->cfg->m_tiles * 4;
+    for (int h = 0; h < 2; h++) {
+        L->spart[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->spart[h]);
+        for (int i = 0; L->spart[h] && i < n; i++)
+            L->spart[h][i] = wb_new_reg(L->f, WB_RC_F32);
+        if (!L->spart[h]) {
+            L->f->oom = 1;
+            return;
+        }
+        L->sprel[h] = wb_new_reg(L->f, WB_RC_B32);
+        L->stail[h] = wb_new_label(L->f, "ktail");
+    }
+    L->loop_exit = wb_new_label(L->f, "kdone");
+}
+
+/* sp: the end of half h's tile kt, whose group (into spart[h]) was just committed. Its group stays out
+ * while the previous tile's, in the other half's registers, is waited for (wait_group 1), released and
+ * promoted, then the next tile lands; it is promoted at the next half's end, across the loop's back edge
+ * from half 1 (ptxas keeps the groups apart there: the two sets are different registers and no other
+ * instruction touches one while its group is out). Tile 0 has no previous tile. K may end after either
+ * half: its tail waits for the last group (wait_group 0), releases and promotes it. */
+static void sp_end(lw *L)
+{
+    int h = L->half;
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1));
+    const char *first = NULL;
+    if (!h) {
+        wb_reg p = wb_new_reg(L->f, WB_RC_PRED);
+        first = wb_new_label(L->f, "first");
+        wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(p), wb_r(L->kt), wb_imm(0));
+        wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(first));
+    }
+    L->relbar = L->sprel[1 - h];
+    wb_tma_release(L);
+    promote_part(L, L->spart[1 - h]);
+    if (first)
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(first));
+    L->relbar = L->sprel[h]; /* this tile's stage, released once its group is complete */
+    wb_tma_next_stage(L);
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->stail[h]));
+    mbar_wait(L, L->rbar, L->rpar, "full");
+    if (h)
+        wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_head));
+}
+
+/* sp, after the loop: the tails. */
+static void sp_tails(lw *L)
+{
+    for (int h = 0; h < 2; h++) {
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->stail[h]));
+        wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+        L->relbar = L->sprel[h];
+        wb_tma_release(L);
+        promote_part(L, L->spart[h]);
+        if (!h)
+            wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_exit));
+    }
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
+}
+
 /* pp: the first half's end; K may end there (an odd number of tiles). */
 void wb_wgmma_kloop_mid(lw *L)
 {
+    if (L->sp) {
+        sp_end(L);
+        return;
+    }
     tile_end(L);
     wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
@@ -161,6 +233,11 @@ void wb_wgmma_kloop_mid(lw *L)
 
 void wb_wgmma_kloop_end(lw *L)
 {
+    if (L->sp) {
+        sp_end(L);
+        sp_tails(L);
+        return;
+    }
     tile_end(L);
     wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
@@ -230,7 +307,10 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
-    if ((L->a8_float || L->grouped) && !L->part) {
+    if (L->sp) { /* the half's own slice product registers */
+        L->vals_acc = c;
+        L->part = L->spart[L->half];
+    } else if ((L->a8_float || L->grouped) && !L->part) {
         L->vals_acc = c;
         L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
         for (int i = 0; L->part && i < nacc; i++)

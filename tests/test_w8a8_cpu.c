@@ -846,8 +846,11 @@ START_TEST(tma_kernel_matches_reference)
         /* 10 token tiles: a group of 8 and one of 2 (raster) */
         {"w4a16", 300, 512, 4, 3, 0},
         {"fp8", 300, 512, 4, 3, 0},
-        /* 3 tiles: K ends after the first half of the two-tile loop */
+        /* 3 tiles: K ends after the first half of the two-tile loop; fp8 also 1 and 2 (its slice
+         * products promoted a tile late: the tails after either half) */
         {"fp8,bias=1", 100, 384, 8, 3, 0},
+        {"fp8", 100, 128, 8, 3, 0},
+        {"fp8,out=f16", 100, 256, 8, 4, 0},
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
