@@ -620,9 +620,10 @@ START_TEST(tma_warp_specialized)
                              c.warps_n * (1 + records)); /* one lane issues them all, a warp slice each */
             ck_assert_int_eq(count_of(ptx, "elect.sync"), 1);
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.expect_tx"), 1);
-            /* W8A8 with A registers: the loop unrolled by two (fp8 reads its weights by descriptor) */
-            int halves = wb_format_w8a8(&f) && !wb_w8_smem_operand(&f, WB_ARCH_SM90A) ? 2 : 1;
-            ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), halves);
+            /* a stage released once a half: W8A8 with A registers unrolls the loop by two; so does fp8
+             * (weights by descriptor), whose slice products in two sets also have two tails */
+            int ss = wb_w8_smem_operand(&f, WB_ARCH_SM90A), releases = ss ? 4 : wb_format_w8a8(&f) ? 2 : 1;
+            ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), releases);
             ck_assert_int_eq(count_of(ptx, "bar.sync 0;"), 1); /* after the mbarriers' init, none after */
             ck_assert_ptr_null(strstr(ptx, "cp.async.cg"));
             ck_assert_ptr_null(strstr(ptx, "cp.async.wait_group"));
@@ -918,8 +919,13 @@ START_TEST(fp8_wgmma)
             ck_assert_msg(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
             snprintf(shape, sizeof shape, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.%s.%s {", 8 * c.m_tiles,
                      pairs[p][1], pairs[p][0]);
-            ck_assert_int_eq(count_of(ptx, shape), 4); /* one k128 slice: four k32 steps */
-            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), 4);
+            /* one k128 slice: four k32 steps; on the TMA pipeline the slice products have two register
+             * sets, the loop two halves, each waiting for the other's group (wait_group 1), and two tails */
+            int sp = c.load == WB_LOAD_TMA;
+            ck_assert_int_eq(count_of(ptx, shape), sp ? 8 : 4);
+            ck_assert_int_eq(count_of(ptx, "wgmma.mma_async"), sp ? 8 : 4);
+            ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 1;"), sp ? 2 : 0);
+            ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 0;"), sp ? 2 : 1);
             ck_assert_ptr_nonnull(strstr(ptx, "mma rule: w="));
             /* both operands by descriptor: the weight tile is never loaded into registers */
             ck_assert_ptr_nonnull(strstr(ptx, "A: the weight tile in shared memory"));
@@ -929,11 +935,12 @@ START_TEST(fp8_wgmma)
             ck_assert_ptr_null(strstr(ptx, "mma.sync"));
             ck_assert_ptr_null(strstr(ptx, "s32"));
             ck_assert_ptr_nonnull(strstr(ptx, "setp.eq.u32")); /* the false scale-d */
-            /* the promotion: one f32 add per sum after the slice's wait (the epilogue adds the split
-             * K's partial sums, and a bias) */
+            /* the promotion: one f32 add per sum after the slice's wait (sp: after each tail's; the
+             * epilogue adds the split K's partial sums, and a bias) */
             const char *wait = strstr(ptx, "wgmma.wait_group.sync.aligned 0;");
             ck_assert_ptr_nonnull(wait);
-            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + (int)(j & 1)));
+            ck_assert_int_eq(count_of(wait, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + (int)(j & 1) + sp));
+            ck_assert_int_eq(count_of(ptx, "add.rn.f32"), c.m_tiles * 4 * (c.warps_k + (int)(j & 1) + 3 * sp));
             ck_assert_int_eq(c.warps_k, ms[j] <= 16 ? 4 : 1); /* decode: warpgroups split K */
             free(ptx);
         }
