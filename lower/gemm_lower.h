@@ -97,12 +97,14 @@ typedef struct lw {
     wb_reg ss_a;                       /* ss: the warpgroup's weight tile in stage 0 */
     int half;                          /* pp: which half of the loop body is being lowered */
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
-    const char *loop_exit;             /* pp, sp: after the loop (K ends after a first half) */
-    int sp;                            /* fp8 by descriptor with TMA loads: the slice products in two
-                                          register sets, each promoted while the next slice's group runs
-                                          (wb_wgmma_sp_setup); the loop unrolled by two */
-    wb_reg *spart[2], sprel[2];        /* sp: each half's slice product, the empty mbarrier of its stage */
-    const char *stail[2];              /* sp: where K ends after half 0 or 1 (their groups still out) */
+    const char *loop_exit;             /* pp, late: after the loop (K ends after a first half) */
+    int late;                          /* the TMA pipeline's wgmma loop unrolled by two, each group waited
+                                          for a tile late (wait_group 1), while the next tile's group runs
+                                          (wb_wgmma_late_setup): 16-bit activations dequantize the next
+                                          slice under it, fp8 promotes under it */
+    wb_reg *spart[2], laterel[2];      /* late: fp8's slice products, two sets (one a half); the empty
+                                          mbarrier of each half's stage */
+    const char *ltail[2];              /* late: where K ends after half 0 or 1 (its group still out) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */
@@ -342,7 +344,7 @@ void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);
 void wb_wgmma_kloop_mid(lw *L);
 void wb_wgmma_pp_setup(lw *L);
-void wb_wgmma_sp_setup(lw *L);
+void wb_wgmma_late_setup(lw *L);
 void wb_wgmma_ahead_setup(lw *L);
 void wb_wgmma_frag_desc(lw *L, int value);
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc);

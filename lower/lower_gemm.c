@@ -488,7 +488,7 @@ static void lower_kloop(lw *L)
     L->pdl_top = pdl && L->cfg->mma == WB_MMA_SYNC && L->cfg->m_tiles == 1;
     if (L->pdl_top)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
-    if (L->tma && !L->persist && !L->sp) /* persist: before the tile loop (tile_begin); sp: the sums */
+    if (L->tma && !L->persist && !L->late) /* persist: before the tile loop (tile_begin); late: the sums */
         wb_tma_setup(L);
     if (L->tc)
         wb_tc_setup(L);
@@ -540,8 +540,8 @@ static void lower_kloop(lw *L)
             wb_gemm_load_w_words(L, L->wpre, 1);
         if (L->pp)
             wb_wgmma_pp_setup(L);
-        if (L->sp)
-            wb_wgmma_sp_setup(L);
+        if (L->late)
+            wb_wgmma_late_setup(L);
         wb_wgmma_ahead_setup(L);
     }
     /* grouped W8A8 on mma.sync: tile 0's slice factors here, each next tile's during this one (lower_mma) */
@@ -1442,7 +1442,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.rot = 0;
     L.ss = L.wg && wb_w8_smem_operand(&k->fmt, t->arch);
     L.pp = L.rot && L.w8a8 && !L.ss;
-    L.sp = L.rot && L.ss && L.tma && !L.grouped;
+    L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");
@@ -1469,7 +1469,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             i = body - 1;
             continue;
         }
-        if (o->op == WB_TOP_KLOOP_END && (L.pp || L.sp) && !L.half && body >= 0) {
+        if (o->op == WB_TOP_KLOOP_END && (L.pp || L.late) && !L.half && body >= 0) {
             wb_wgmma_kloop_mid(&L);
             L.half = 1;
             i = body - 1;
@@ -1507,9 +1507,9 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_ACC:
             if (L.persist)
                 tile_begin(&L);
-            else if (L.sp) /* the producer branches off before the sums are zeroed: ptxas allots the
-                              registers of code before setmaxnreg by the block's average (168), and the
-                              sums and both slice products take more */
+            else if (L.late) /* the producer branches off before the sums are zeroed: ptxas allots the
+                                registers of code before setmaxnreg by the block's average (168), and the
+                                sums with two groups' operands or products take more */
                 wb_tma_setup(&L);
             lower_acc(&L, o->result);
             break;

@@ -152,31 +152,36 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
 }
 
-/* sp, before the loop: each half's slice product registers, the stages they release, the tails. */
-void wb_wgmma_sp_setup(lw *L)
+/* late, before the loop: fp8's two sets of slice product registers, the stages each half releases,
+ * the tails. */
+void wb_wgmma_late_setup(lw *L)
 {
     int n = L->cfg->m_tiles * 4;
     for (int h = 0; h < 2; h++) {
-        L->spart[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->spart[h]);
-        for (int i = 0; L->spart[h] && i < n; i++)
-            L->spart[h][i] = wb_new_reg(L->f, WB_RC_F32);
-        if (!L->spart[h]) {
-            L->f->oom = 1;
-            return;
+        if (L->ss) {
+            L->spart[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->spart[h]);
+            for (int i = 0; L->spart[h] && i < n; i++)
+                L->spart[h][i] = wb_new_reg(L->f, WB_RC_F32);
+            if (!L->spart[h]) {
+                L->f->oom = 1;
+                return;
+            }
         }
-        L->sprel[h] = wb_new_reg(L->f, WB_RC_B32);
-        L->stail[h] = wb_new_label(L->f, "ktail");
+        L->laterel[h] = wb_new_reg(L->f, WB_RC_B32);
+        L->ltail[h] = wb_new_label(L->f, "ktail");
     }
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 
-/* sp: the end of half h's tile kt, whose group (into spart[h]) was just committed. Its group stays out
- * while the previous tile's, in the other half's registers, is waited for (wait_group 1), released and
- * promoted, then the next tile lands; it is promoted at the next half's end, across the loop's back edge
- * from half 1 (ptxas keeps the groups apart there: the two sets are different registers and no other
- * instruction touches one while its group is out). Tile 0 has no previous tile. K may end after either
- * half: its tail waits for the last group (wait_group 0), releases and promotes it. */
-static void sp_end(lw *L)
+/* late: the end of half h's tile kt, whose group was just committed. It stays out while the previous
+ * tile's group is waited for (wait_group 1), its stage released and (fp8) its product, in the other
+ * half's registers, promoted; then the next tile lands and its code words are loaded, and the next
+ * half dequantizes them under this group (16-bit activations). Tile 0 has no previous tile. From half
+ * 1 the group stays out across the loop's back edge: ptxas keeps the groups apart there (the halves'
+ * A operands and products are different registers, and no other instruction touches one while its
+ * group is out). K may end after either half: its tail waits for the last group (wait_group 0),
+ * releases its stage and promotes its product. */
+static void late_end(lw *L)
 {
     int h = L->half;
     wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1));
@@ -187,29 +192,31 @@ static void sp_end(lw *L)
         wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(p), wb_r(L->kt), wb_imm(0));
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(first));
     }
-    L->relbar = L->sprel[1 - h];
+    L->relbar = L->laterel[1 - h];
     wb_tma_release(L);
     promote_part(L, L->spart[1 - h]);
     if (first)
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(first));
-    L->relbar = L->sprel[h]; /* this tile's stage, released once its group is complete */
+    L->relbar = L->laterel[h]; /* this tile's stage, released once its group is complete */
     wb_tma_next_stage(L);
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
     wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->stail[h]));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->ltail[h]));
     mbar_wait(L, L->rbar, L->rpar, "full");
+    if (L->wpre)
+        wb_gemm_load_w_words(L, L->wpre, 0);
     if (h)
         wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_head));
 }
 
-/* sp, after the loop: the tails. */
-static void sp_tails(lw *L)
+/* late, after the loop: the tails. */
+static void late_tails(lw *L)
 {
     for (int h = 0; h < 2; h++) {
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->stail[h]));
+        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->ltail[h]));
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-        L->relbar = L->sprel[h];
+        L->relbar = L->laterel[h];
         wb_tma_release(L);
         promote_part(L, L->spart[h]);
         if (!h)
@@ -221,8 +228,8 @@ static void sp_tails(lw *L)
 /* pp: the first half's end; K may end there (an odd number of tiles). */
 void wb_wgmma_kloop_mid(lw *L)
 {
-    if (L->sp) {
-        sp_end(L);
+    if (L->late) {
+        late_end(L);
         return;
     }
     tile_end(L);
@@ -233,9 +240,9 @@ void wb_wgmma_kloop_mid(lw *L)
 
 void wb_wgmma_kloop_end(lw *L)
 {
-    if (L->sp) {
-        sp_end(L);
-        sp_tails(L);
+    if (L->late) {
+        late_end(L);
+        late_tails(L);
         return;
     }
     tile_end(L);
@@ -307,7 +314,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
-    if (L->sp) { /* the half's own slice product registers */
+    if (L->late && L->ss) { /* fp8: the half's own slice product registers */
         L->vals_acc = c;
         L->part = L->spart[L->half];
     } else if ((L->a8_float || L->grouped) && !L->part) {

@@ -620,9 +620,10 @@ START_TEST(tma_warp_specialized)
                              c.warps_n * (1 + records)); /* one lane issues them all, a warp slice each */
             ck_assert_int_eq(count_of(ptx, "elect.sync"), 1);
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.expect_tx"), 1);
-            /* a stage released once a half: W8A8 with A registers unrolls the loop by two; so does fp8
-             * (weights by descriptor), whose slice products in two sets also have two tails */
-            int ss = wb_w8_smem_operand(&f, WB_ARCH_SM90A), releases = ss ? 4 : wb_format_w8a8(&f) ? 2 : 1;
+            /* a stage released once a half: W8A8 with A registers unrolls the loop by two for them; 16-bit
+             * activations and fp8 (weights by descriptor) unroll it to wait for each group a tile late,
+             * with two tails */
+            int late = wb_w8_smem_operand(&f, WB_ARCH_SM90A) || !wb_format_w8a8(&f), releases = late ? 4 : 2;
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), releases);
             ck_assert_int_eq(count_of(ptx, "bar.sync 0;"), 1); /* after the mbarriers' init, none after */
             ck_assert_ptr_null(strstr(ptx, "cp.async.cg"));

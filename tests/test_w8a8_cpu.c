@@ -851,6 +851,10 @@ START_TEST(tma_kernel_matches_reference)
         {"fp8,bias=1", 100, 384, 8, 3, 0},
         {"fp8", 100, 128, 8, 3, 0},
         {"fp8,out=f16", 100, 256, 8, 4, 0},
+        /* 16-bit activations: 1, 3 and 5 tiles of k64 (each group waited for a tile late) */
+        {"a=f16,w=int4,ws=f16,g=0", 100, 64, 8, 3, 0},
+        {"a=f16,w=int4,ws=f16,g=0,bias=1", 300, 192, 16, 3, 0},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", 100, 320, 8, 4, 0},
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
