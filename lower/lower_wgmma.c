@@ -34,6 +34,17 @@ void wb_wgmma_land(lw *L, int pending, int ahead)
     wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
 }
 
+/* n new registers of class rc (NULL, and the function marked out of memory, if the arena has no room) */
+static wb_reg *new_regs(lw *L, int n, wb_rc rc)
+{
+    wb_reg *r = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *r);
+    for (int i = 0; r && i < n; i++)
+        r[i] = wb_new_reg(L->f, rc);
+    if (!r)
+        L->f->oom = 1;
+    return r;
+}
+
 /* Before the rotated loop: the slice factors of tile 0 (grouped). Each later tile's are loaded right
  * after the previous promote (wb_wgmma_kloop_end), a whole iteration before they are used, into the
  * same registers. */
@@ -62,15 +73,9 @@ static void pp_fill(lw *L, wb_reg *a)
 void wb_wgmma_pp_setup(lw *L)
 {
     int n = L->fmt->w.bits == 8 ? wb_gemm_w_words(L) : 2 * wb_gemm_w_words(L);
-    for (int h = 0; h < 2; h++) {
-        L->abuf[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->abuf[h]);
-        for (int i = 0; L->abuf[h] && i < n; i++)
-            L->abuf[h][i] = wb_new_reg(L->f, WB_RC_B32);
-        if (!L->abuf[h]) {
-            L->f->oom = 1;
+    for (int h = 0; h < 2; h++)
+        if (!(L->abuf[h] = new_regs(L, n, WB_RC_B32)))
             return;
-        }
-    }
     if (L->fmt->w.bits == 8)
         for (int i = 0; i < n; i++)
             wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->abuf[0][i]), wb_r(L->wpre[i]));
@@ -158,15 +163,8 @@ void wb_wgmma_late_setup(lw *L)
 {
     int n = L->cfg->m_tiles * 4;
     for (int h = 0; h < 2; h++) {
-        if (L->ss) {
-            L->spart[h] = wb_arena_alloc(L->f->arena, (size_t)n * sizeof *L->spart[h]);
-            for (int i = 0; L->spart[h] && i < n; i++)
-                L->spart[h][i] = wb_new_reg(L->f, WB_RC_F32);
-            if (!L->spart[h]) {
-                L->f->oom = 1;
-                return;
-            }
-        }
+        if (L->ss && !(L->spart[h] = new_regs(L, n, WB_RC_F32)))
+            return;
         L->laterel[h] = wb_new_reg(L->f, WB_RC_B32);
         L->ltail[h] = wb_new_label(L->f, "ktail");
     }
@@ -319,13 +317,8 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->part = L->spart[L->half];
     } else if ((L->a8_float || L->grouped) && !L->part) {
         L->vals_acc = c;
-        L->part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *L->part);
-        for (int i = 0; L->part && i < nacc; i++)
-            L->part[i] = wb_new_reg(L->f, L->a8_float ? WB_RC_F32 : WB_RC_B32);
-        if (!L->part) {
-            L->f->oom = 1;
+        if (!(L->part = new_regs(L, nacc, L->a8_float ? WB_RC_F32 : WB_RC_B32)))
             return;
-        }
     }
     char an[8], wn[8];
     if (L->a8_float)
