@@ -625,6 +625,8 @@ START_TEST(tma_warp_specialized)
              * with two tails */
             int late = wb_w8_smem_operand(&f, WB_ARCH_SM90A) || !wb_format_w8a8(&f), releases = late ? 4 : 2;
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), releases);
+            ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 1;"), late ? 2 : 0);
+            ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 0;"), 2);
             ck_assert_int_eq(count_of(ptx, "bar.sync 0;"), 1); /* after the mbarriers' init, none after */
             ck_assert_ptr_null(strstr(ptx, "cp.async.cg"));
             ck_assert_ptr_null(strstr(ptx, "cp.async.wait_group"));
