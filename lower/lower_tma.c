@@ -8,8 +8,9 @@
  *   full[s]   one arrival: the producer's lane 0, with the stage's byte count; the copies complete the
  *             bytes. Consumers wait for use u of stage s by its parity (u & 1).
  *   empty[s]  one arrival from every consumer warp (its lane 0), once the wgmma group that read the
- *             stage is complete (after its wait_group 0, when the stage's code words are long in
- *             registers). The producer waits for it before refilling the stage.
+ *             stage is complete (after the wait_group that completes it, when the stage's code words
+ *             are long in registers: a tile late in the loop of wb_wgmma_late_setup). The producer
+ *             waits for it before refilling the stage.
  * No block barrier inside the K loop: the consumer warpgroups drift out of phase, so one's dequant,
  * slice promotion and waits can overlap the other's MMAs, and no consumer spends an instruction on
  * copies. The producer is a whole warpgroup (ptxas sizes a block's registers in warpgroups anyway) so
