@@ -488,8 +488,6 @@ static void lower_kloop(lw *L)
     L->pdl_top = pdl && L->cfg->mma == WB_MMA_SYNC && L->cfg->m_tiles == 1;
     if (L->pdl_top)
         wb_emit(L->f, WB_OP_GRIDDEP_LAUNCH, NULL, 0);
-    if (L->tma && !L->persist && !L->late) /* persist: before the tile loop (tile_begin); late: the sums */
-        wb_tma_setup(L);
     if (L->tc)
         wb_tc_setup(L);
     if (!L->tma) /* TMA loads: the producer warp's bulk copies instead (lower_tma.c) */
@@ -1507,9 +1505,9 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         case WB_TOP_ACC:
             if (L.persist)
                 tile_begin(&L);
-            else if (L.late) /* the producer branches off before the sums are zeroed: ptxas allots the
-                                registers of code before setmaxnreg by the block's average (168), and the
-                                sums with two groups' operands or products take more */
+            else if (L.tma) /* the producer branches off before the sums are zeroed: ptxas allots the
+                               registers of code before setmaxnreg by the block's average (168), and the
+                               consumers' sums and operands may take more */
                 wb_tma_setup(&L);
             lower_acc(&L, o->result);
             break;
