@@ -171,6 +171,14 @@ void wb_wgmma_late_setup(lw *L)
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 
+/* late: half h's tile is done (its group complete): release its stage, promote its product (fp8). */
+static void late_finish(lw *L, int h)
+{
+    L->relbar = L->laterel[h];
+    wb_tma_release(L);
+    promote_part(L, L->spart[h]);
+}
+
 /* late: the end of half h's tile kt, whose group was just committed. It stays out while the previous
  * tile's group is waited for (wait_group 1), its stage released and (fp8) its product, in the other
  * half's registers, promoted; then the next tile lands and its code words are loaded, and the next
@@ -190,9 +198,7 @@ static void late_end(lw *L)
         wb_emit(L->f, WB_OP_SETP_EQ, "u32", 3, wb_r(p), wb_r(L->kt), wb_imm(0));
         wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(p), wb_text(first));
     }
-    L->relbar = L->laterel[1 - h];
-    wb_tma_release(L);
-    promote_part(L, L->spart[1 - h]);
+    late_finish(L, 1 - h);
     if (first)
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(first));
     L->relbar = L->laterel[h]; /* this tile's stage, released once its group is complete */
@@ -214,9 +220,7 @@ static void late_tails(lw *L)
     for (int h = 0; h < 2; h++) {
         wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->ltail[h]));
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
-        L->relbar = L->laterel[h];
-        wb_tma_release(L);
-        promote_part(L, L->spart[h]);
+        late_finish(L, h);
         if (!h)
             wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_exit));
     }
