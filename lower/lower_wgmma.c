@@ -163,7 +163,7 @@ void wb_wgmma_late_setup(lw *L)
 {
     int n = L->cfg->m_tiles * 4;
     for (int h = 0; h < 2; h++) {
-        if (L->ss && !(L->spart[h] = new_regs(L, n, WB_RC_F32)))
+        if (L->a8_float && !(L->spart[h] = new_regs(L, n, WB_RC_F32)))
             return;
         L->laterel[h] = wb_new_reg(L->f, WB_RC_B32);
         L->ltail[h] = wb_new_label(L->f, "ktail");
@@ -208,7 +208,9 @@ static void late_end(lw *L)
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->ltail[h]));
     mbar_wait(L, L->rbar, L->rpar, "full");
-    if (L->wpre)
+    if (L->pp) /* W8A8: into the other half's A registers, whose group is complete */
+        pp_fill(L, L->abuf[1 - h]);
+    else if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
     if (h)
         wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_head));
@@ -316,7 +318,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
-    if (L->late && L->ss) { /* fp8: the half's own slice product registers */
+    if (L->late && L->a8_float) { /* fp8 activations: the half's own slice product registers */
         L->vals_acc = c;
         L->part = L->spart[L->half];
     } else if ((L->a8_float || L->grouped) && !L->part) {

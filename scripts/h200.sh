@@ -27,7 +27,8 @@
 #   BASE=DIR [CASES=..] [SELFTEST_S=200] [PEERS=1] [PEER_RUNS=..] scripts/h200.sh stages   the selftest of the kernels the
 #                                       ledger lacks, the TMA pipeline's large-M kernels beside DIR's
 #                                       (bench/ab_build.sh: fp8, int8, W4A8, W4A16), (PEERS=1:) fp8, int8 and
-#                                       W4A16 beside torch at M = 4096 and 16384
+#                                       W4A16 beside torch at M = 4096 and 16384 (PEER_RUNS='spec peer ms
+#                                       [shapes] [seconds];..' instead)
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -350,12 +351,13 @@ if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline b
   cases="$cases;fp8|4096|8192|8192;w4a16|4096|8192|8192;w4a16|16384|28672|4096;fp8|16384|28672|4096"
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=${CASES:-$cases} step "${AB_S:-220}" bash bench/ab_build.sh
   [ "${PEERS:-1}" = 1 ] || exit 0
-  # PEER_RUNS="spec peer ms;..." replaces the list
+  # PEER_RUNS="spec peer ms [shapes] [seconds];..." replaces the list (shapes: 8192x8192, seconds: 75 unless given)
   IFS=';' read -r -a runs <<<"${PEER_RUNS:-fp8 fp8 4096,16384;w4a16 f16 4096,16384;int8 int8 16384}"
   for run in "${runs[@]}"; do
-    read -r spec peer ms <<<"$run"
-    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" \
-      --shapes 8192x8192 --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    read -r spec peer ms shapes secs <<<"$run"
+    PYTHONUNBUFFERED=1 step "${secs:-75}" python3 bench/warble_peers.py --spec "$spec" --peer "$peer" \
+      --shapes "${shapes:-8192x8192}" --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 ||
+      tail -5 "$LOGS/peers.log"
   done
   exit 0
 fi

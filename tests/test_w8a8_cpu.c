@@ -855,6 +855,12 @@ START_TEST(tma_kernel_matches_reference)
         {"a=f16,w=int4,ws=f16,g=0", 100, 64, 8, 3, 0},
         {"a=f16,w=int4,ws=f16,g=0,bias=1", 300, 192, 16, 3, 0},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", 100, 320, 8, 4, 0},
+        /* W4A8 (int4 widened in registers): e4m3 activations (two-level sums) and s8, 1, 2 and 3 tiles */
+        {"a=e4m3,w=int4,ws=f32,g=0", 100, 128, 8, 3, 0},
+        {"a=e4m3,w=int4,ws=f32,g=0,bias=1", 300, 384, 16, 3, 0},
+        {"a=s8,w=int4,ws=f32,g=0", 100, 256, 8, 4, 0},
+        {"a=s8,w=int4,ws=f32,g=0,out=f16", 100, 384, 8, 3, 0},
+        {"int8", 100, 384, 8, 3, 0},
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
