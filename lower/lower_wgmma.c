@@ -157,8 +157,8 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
 }
 
-/* late, before the loop: fp8's two sets of slice product registers, the stages each half releases,
- * the tails. */
+/* late, before the loop: fp8 activations' two sets of slice product registers, the stages each half
+ * releases, the tails. */
 void wb_wgmma_late_setup(lw *L)
 {
     int n = L->cfg->m_tiles * 4;
@@ -171,7 +171,8 @@ void wb_wgmma_late_setup(lw *L)
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 
-/* late: half h's tile is done (its group complete): release its stage, promote its product (fp8). */
+/* late: half h's tile is done (its group complete): release its stage, promote its product (fp8
+ * activations). */
 static void late_finish(lw *L, int h)
 {
     L->relbar = L->laterel[h];
@@ -180,9 +181,11 @@ static void late_finish(lw *L, int h)
 }
 
 /* late: the end of half h's tile kt, whose group was just committed. It stays out while the previous
- * tile's group is waited for (wait_group 1), its stage released and (fp8) its product, in the other
- * half's registers, promoted; then the next tile lands and its code words are loaded, and the next
- * half dequantizes them under this group (16-bit activations). Tile 0 has no previous tile. From half
+ * tile's group is waited for (wait_group 1), its stage released and (fp8 activations) its product, in
+ * the other half's registers, promoted; then the next tile lands and its code words are loaded, and
+ * the next half dequantizes them under this group (16-bit activations), or they go (int4 widened)
+ * into the other half's A registers, free now that its group is complete (W8A8 with A registers,
+ * pp). Tile 0 has no previous tile. From half
  * 1 the group stays out across the loop's back edge: ptxas keeps the groups apart there (the halves'
  * A operands and products are different registers, and no other instruction touches one while its
  * group is out). K may end after either half: its tail waits for the last group (wait_group 0),
