@@ -101,9 +101,8 @@ typedef struct lw {
     int late;                          /* the TMA pipeline's wgmma loop unrolled by two, each group waited
                                           for a tile late (wait_group 1), while the next tile's group runs
                                           (wb_wgmma_late_setup): 16-bit activations dequantize the next
-                                          slice under it, fp8 activations promote under it, W8A8 with A
-                                          registers (pp) fills the other half's under it */
-    wb_reg *spart[2], laterel[2];      /* late: fp8 activations' slice products, two sets (one a half); the empty
+                                          slice under it, fp8 promotes under it */
+    wb_reg *spart[2], laterel[2];      /* late: fp8's slice products, two sets (one a half); the empty
                                           mbarrier of each half's stage */
     const char *ltail[2];              /* late: where K ends after half 0 or 1 (its group still out) */
     wb_reg *wpre;

@@ -157,13 +157,13 @@ static void tile_end(lw *L)
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
 }
 
-/* late, before the loop: fp8 activations' two sets of slice product registers, the stages each half
- * releases, the tails. */
+/* late, before the loop: fp8's two sets of slice product registers, the stages each half releases,
+ * the tails. */
 void wb_wgmma_late_setup(lw *L)
 {
     int n = L->cfg->m_tiles * 4;
     for (int h = 0; h < 2; h++) {
-        if (L->a8_float && !(L->spart[h] = new_regs(L, n, WB_RC_F32)))
+        if (L->ss && !(L->spart[h] = new_regs(L, n, WB_RC_F32)))
             return;
         L->laterel[h] = wb_new_reg(L->f, WB_RC_B32);
         L->ltail[h] = wb_new_label(L->f, "ktail");
@@ -171,8 +171,7 @@ void wb_wgmma_late_setup(lw *L)
     L->loop_exit = wb_new_label(L->f, "kdone");
 }
 
-/* late: half h's tile is done (its group complete): release its stage, promote its product (fp8
- * activations). */
+/* late: half h's tile is done (its group complete): release its stage, promote its product (fp8). */
 static void late_finish(lw *L, int h)
 {
     L->relbar = L->laterel[h];
@@ -181,11 +180,9 @@ static void late_finish(lw *L, int h)
 }
 
 /* late: the end of half h's tile kt, whose group was just committed. It stays out while the previous
- * tile's group is waited for (wait_group 1), its stage released and (fp8 activations) its product, in
- * the other half's registers, promoted; then the next tile lands and its code words are loaded, and
- * the next half dequantizes them under this group (16-bit activations), or they go (int4 widened)
- * into the other half's A registers, free now that its group is complete (W8A8 with A registers,
- * pp). Tile 0 has no previous tile. From half
+ * tile's group is waited for (wait_group 1), its stage released and (fp8) its product, in the other
+ * half's registers, promoted; then the next tile lands and its code words are loaded, and the next
+ * half dequantizes them under this group (16-bit activations). Tile 0 has no previous tile. From half
  * 1 the group stays out across the loop's back edge: ptxas keeps the groups apart there (the halves'
  * A operands and products are different registers, and no other instruction touches one while its
  * group is out). K may end after either half: its tail waits for the last group (wait_group 0),
@@ -211,9 +208,7 @@ static void late_end(lw *L)
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->ltail[h]));
     mbar_wait(L, L->rbar, L->rpar, "full");
-    if (L->pp) /* W8A8: into the other half's A registers, whose group is complete */
-        pp_fill(L, L->abuf[1 - h]);
-    else if (L->wpre)
+    if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
     if (h)
         wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_head));
@@ -321,7 +316,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
         L->f->oom = 1;
         return;
     }
-    if (L->late && L->a8_float) { /* fp8 activations: the half's own slice product registers */
+    if (L->late && L->ss) { /* fp8: the half's own slice product registers */
         L->vals_acc = c;
         L->part = L->spart[L->half];
     } else if ((L->a8_float || L->grouped) && !L->part) {

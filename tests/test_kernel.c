@@ -620,9 +620,10 @@ START_TEST(tma_warp_specialized)
                              c.warps_n * (1 + records)); /* one lane issues them all, a warp slice each */
             ck_assert_int_eq(count_of(ptx, "elect.sync"), 1);
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.expect_tx"), 1);
-            /* a stage released once a half: the loop is unrolled by two, and (but for W8A8 with groups, whose
-             * slice factors are loaded a tile ahead) waits for each group a tile late, with two tails */
-            int late = !(wb_format_w8a8(&f) && (f.g > 0 || f.ag > 0)), releases = late ? 4 : 2;
+            /* a stage released once a half: W8A8 with A registers unrolls the loop by two for them; 16-bit
+             * activations and fp8 (weights by descriptor) unroll it to wait for each group a tile late,
+             * with two tails */
+            int late = wb_w8_smem_operand(&f, WB_ARCH_SM90A) || !wb_format_w8a8(&f), releases = late ? 4 : 2;
             ck_assert_int_eq(count_of(ptx, "mbarrier.arrive.shared::cta.b64"), releases);
             ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 1;"), late ? 2 : 0);
             ck_assert_int_eq(count_of(ptx, "wgmma.wait_group.sync.aligned 0;"), 2);
