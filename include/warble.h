@@ -205,7 +205,10 @@ typedef struct wb_config {
     int cluster;    /* 2: blocks in pairs (a thread block cluster) on neighbouring channel tiles of one
                      * token tile, each copying half of the activation tile into both by TMA multicast,
                      * so each reads fewer bytes from L2 (--load tma only, not with persistent; the
-                     * heuristic's choice on the TMA pipeline where the tiles pair up); 1: none */
+                     * heuristic's choice on the TMA pipeline where the tiles pair up); 4: blocks in
+                     * quads on two neighbouring channel tiles of two neighbouring token tiles, sharing
+                     * the activation tile with the channel neighbour and the weight tile with the token
+                     * neighbour (forced only; not with persistent; even warps_n); 1: none */
     int split_k;    /* 2: blocks in pairs (a thread block cluster) on one output tile, each taking half of K;
                      * the second's f32 sums are added to the first's through distributed shared memory, in
                      * that order (wgmma only, not with cluster 2 or persistent; the heuristic's choice for

@@ -502,8 +502,8 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
         return wb_fail(WB_ERR_INVALID, "--split-k 2 needs K a multiple of %d (two halves of whole block tiles%s; "
                                        "got K=%lld)", 2 * bk, f->g > 0 ? " and scale groups" : "", (long long)k);
     if (c->cluster > 1 && n % (2 * bn)) /* the blocks of a cluster take neighbouring channel tiles */
-        return wb_fail(WB_ERR_INVALID, "--cluster 2 with warps_n=%d needs N a multiple of %d (two channel tiles of %d; "
-                                       "got N=%lld)", c->warps_n, 2 * bn, bn, (long long)n);
+        return wb_fail(WB_ERR_INVALID, "--cluster %d with warps_n=%d needs N a multiple of %d (two channel tiles of "
+                                       "%d; got N=%lld)", c->cluster, c->warps_n, 2 * bn, bn, (long long)n);
     /* s8 W8A8 sums are exact s32: K products of at most 128 x 2^(B-1) stay below 2^31 only for
      * K < 2^(25-B): 2^17 with int8 weights, 2^21 with int4; e2m1 widens to at most 12 (2 x 6): 2^20
      * (fp8 W8A8 sums are f32: no such limit) */
@@ -528,13 +528,15 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
 {
-    char ks[16] = "";
+    char ks[16] = "", cl[24] = "";
     if (wb_config_ks(c) > 1)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
+    if (c->cluster > 1)
+        snprintf(cl, sizeof cl, ",cluster=%d", c->cluster);
     return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
-                    c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "",
-                    c->cluster > 1 ? ",cluster=2" : "", c->split_k > 1 ? ",split_k=2" : "");
+                    c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "", cl,
+                    c->split_k > 1 ? ",split_k=2" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,
@@ -545,6 +547,10 @@ wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, i
     wb_layout_get(f, c, arch, &lay);
     d->grid[0] = (unsigned)(n / lay.bn * (c->split_k > 1 ? 2 : 1)); /* split_k: a pair of blocks a tile */
     d->grid[1] = (unsigned)((m + lay.bm - 1) / lay.bm);
+    if (c->cluster == 4) { /* quads of blocks along x, each on two channel tiles of two token tiles */
+        d->grid[0] *= 2;
+        d->grid[1] = (d->grid[1] + 1) / 2;
+    }
     d->grid[2] = 1;
     if (c->persistent) { /* a block per SM at most (the runtime takes the device's count), tiles walked;
                             cluster 2: pairs of blocks on pairs of tiles */

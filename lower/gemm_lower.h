@@ -83,7 +83,11 @@ typedef struct lw {
                                           sharing the activation tile by TMA multicast (lower_tma.c) */
     int ksplit;                        /* cfg.split_k 2: a pair of blocks on one output tile, each taking half
                                           of K, summed through distributed shared memory (wb_gemm_split_sum) */
-    wb_reg crank, peer;                /* cluster, ksplit: this block's rank in its pair, the other's */
+    wb_reg crank, peer;                /* cluster, ksplit: this block's rank in its pair, the other's
+                                          (quad: in its cluster of four; peer: its channel neighbour) */
+    int quad;                          /* cluster 4: two channel tiles x two token tiles */
+    wb_reg chalf, thalf, tpeer;        /* quad: the block's channel tile and token tile in the quad (0, 1),
+                                          its token neighbour's rank; cluster 2: chalf is crank */
     wb_reg kofs;                       /* ksplit with TMA loads: the first activation column of this block's
                                           half of K (-1: none) */
     wb_reg tile, ntiles;               /* persist: the block's tile (raster order), the tile count */

@@ -205,18 +205,24 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->persistent && c->load != WB_LOAD_TMA)
         return wb_fail(WB_ERR_UNSUPPORTED, "--persistent is built for the TMA pipeline (--load tma) in this build");
-    if (c->cluster < 0 || c->cluster > 2)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster must be 1 or 2 (got %d)", c->cluster);
-    if (c->cluster == 2 && c->load != WB_LOAD_TMA)
-        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 is built for the TMA pipeline (--load tma) in this build");
-    if (c->cluster == 2 && c->m_tiles % 2) /* each block copies half the activation tile: whole 8-row swizzle atoms */
-        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 2 needs an even m_tiles (each block of the pair copies half of "
-                                           "the activation tile's %d rows; got m_tiles %d)", 8 * c->m_tiles, c->m_tiles);
+    if (c->cluster < 0 || c->cluster == 3 || c->cluster > 4)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster must be 1, 2 or 4 (got %d)", c->cluster);
+    if (c->cluster > 1 && c->load != WB_LOAD_TMA)
+        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster %d is built for the TMA pipeline (--load tma) in this build",
+                       c->cluster);
+    if (c->cluster > 1 && c->m_tiles % 2) /* each block copies half the activation tile: whole 8-row swizzle atoms */
+        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster %d needs an even m_tiles (each block of a pair copies half of "
+                                           "the activation tile's %d rows; got m_tiles %d)", c->cluster,
+                       8 * c->m_tiles, c->m_tiles);
+    if (c->cluster == 4 && (c->persistent || c->warps_n % 2))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--cluster 4 is built without --persistent, for an even warps_n (each "
+                                           "block of a pair copies half of the weight tile's warp slices), in this "
+                                           "build");
     if (c->split_k < 0 || c->split_k > 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k must be 1 or 2 (got %d)", c->split_k);
-    if (c->split_k == 2 && (c->mma != WB_MMA_WGMMA || c->persistent || c->cluster == 2))
+    if (c->split_k == 2 && (c->mma != WB_MMA_WGMMA || c->persistent || c->cluster > 1))
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is built for the wgmma kernel (--mma wgmma), without "
-                                           "--persistent or --cluster 2, in this build");
+                                           "--persistent or --cluster 2 or 4, in this build");
     if (c->split_k == 2 && ((wb_format_w8a8(f) && (f->g || f->ag)) || wb_format_fp4_acts(f)))
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is not built for %s in this build (their scales are "
                                            "loaded by K position in the loop)",

@@ -56,11 +56,19 @@ static void raster_of(lw *L, wb_reg lin, wb_reg nx, wb_reg ny, wb_reg *bx, wb_re
     *bx = op2(L, WB_OP_DIV, "u32", WB_RC_B32, wb_r(r), wb_r(gm));
 }
 
-/* A block of a pair (cluster, split_k): its rank, and its peer's. */
+/* A block of a pair (cluster, split_k): its rank, and its peer's. In a quad (cluster 4) ranks 2t + c
+ * take channel tile c of token tile t: the peer (rank ^ 1) shares the token tile, the token neighbour
+ * (rank ^ 2) the channel tile. */
 static void pair_rank(lw *L)
 {
     L->crank = special(L, "%cluster_ctarank");
     L->peer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(1));
+    L->chalf = L->crank;
+    if (L->quad) {
+        L->chalf = andi(L, L->crank, 1);
+        L->thalf = shri(L, L->crank, 1);
+        L->tpeer = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(L->crank), wb_imm(2));
+    }
 }
 
 static void raster(lw *L, wb_reg *bx, wb_reg *by)
@@ -69,6 +77,15 @@ static void raster(lw *L, wb_reg *bx, wb_reg *by)
     wb_reg lin = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_r(nx), wb_r(*bx));
     if (!L->cluster && !L->ksplit) {
         raster_of(L, lin, nx, ny, bx, by);
+        return;
+    }
+    /* quads (blocks 4i .. 4i + 3 along x of a grid twice as wide and half as high) take the raster
+     * order's pairs of pairs of tiles: two channel tiles of two token tiles */
+    if (L->quad) {
+        pair_rank(L);
+        raster_of(L, shri(L, lin, 2), shri(L, nx, 2), ny, bx, by);
+        *bx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*bx), wb_imm(2), wb_r(L->chalf));
+        *by = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(*by), wb_imm(2), wb_r(L->thalf));
         return;
     }
     /* pairs (blocks 2i and 2i + 1 along x, ranks 0 and 1) take the raster order's tiles of a grid half as
@@ -1429,6 +1446,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.tma = k->cfg.load == WB_LOAD_TMA;
     L.persist = L.tma && k->cfg.persistent;
     L.cluster = L.tma && k->cfg.cluster > 1;
+    L.quad = L.cluster && k->cfg.cluster == 4;
     L.ksplit = L.wg && k->cfg.split_k > 1;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;

@@ -53,6 +53,48 @@ static void next_stage(lw *L, wb_reg off, wb_reg bar, wb_reg par)
     wb_emit(L->f, WB_OP_SELP, "b32", 4, wb_r(par), wb_r(flip), wb_r(par), wb_r(wrap));
 }
 
+/* A 16-bit ctaMask register of the low half of x. */
+static wb_reg cta_mask(lw *L, wb_reg x)
+{
+    wb_reg lo = wb_new_reg(L->f, WB_RC_B16), hi = wb_new_reg(L->f, WB_RC_B16);
+    wb_emit(L->f, WB_OP_UNPACK_B16X2, NULL, 3, wb_r(lo), wb_r(hi), wb_r(x));
+    return lo;
+}
+
+/* quad: warp slices j = t * nw / 2 .. of the weight tile (t: the block's token tile in the quad), each
+ * multicast with its scale records into this block's stage and its token neighbour's (mask), their
+ * bytes completing on the stage's full mbarrier in both. */
+static void quad_weights(lw *L, wb_reg stage, wb_reg wk, wb_reg wstrip, wb_reg sk, wb_reg sstrip, wb_reg full,
+                         wb_reg lead, wb_reg mask)
+{
+    int nw = L->cfg->warps_n, srec = L->lay.groups_per_chunk * L->lay.rec_bytes;
+    wb_reg j0 = muli(L, L->thalf, nw / 2);
+    wb_reg wdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(L->lay.w_bytes),
+                      wb_r(addi(L, stage, L->lay.w_off)));
+    wb_reg wsrc = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
+                      wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_r(j0))));
+    wb_reg sdst = {-1}, ssrc = {-1};
+    if (L->lay.s_stage) {
+        sdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(srec), wb_r(addi(L, stage, L->lay.s_off)));
+        ssrc = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),
+                   wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_r(j0))));
+    }
+    for (int j = 0; j < nw / 2; j++) {
+        wb_reg src = !j ? wsrc : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
+                                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
+        wb_emit(L->f, WB_OP_BULK_COPY_MC, NULL, 5, wb_r(addi(L, wdst, j * L->lay.w_bytes)), wb_r(src),
+                wb_imm(L->lay.w_bytes), wb_r(full), wb_r(mask));
+        wb_guard_last(L->f, lead, 0);
+        if (!L->lay.s_stage)
+            continue;
+        wb_reg ss = !j ? ssrc : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
+                                    wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_imm(j))));
+        wb_emit(L->f, WB_OP_BULK_COPY_MC, NULL, 5, wb_r(addi(L, sdst, j * srec)), wb_r(ss), wb_imm(srec), wb_r(full),
+                wb_r(mask));
+        wb_guard_last(L->f, lead, 0);
+    }
+}
+
 /* The producer warp's loop. One lane (elect.sync) posts the stage's bytes and issues every copy: the
  * activation box, then warp slice j's code words and scale records for each j. Their addresses are
  * made of uniform values only (the block's strip, the tile index, constants), so ptxas keeps them in
@@ -96,6 +138,11 @@ static void produce(lw *L)
         full = mov(L, "u32", WB_RC_B32, wb_r(L->mbar));
         use = mov(L, "u32", WB_RC_B32, wb_imm(0));
     }
+    wb_reg amask = {-1}, wmask = {-1};
+    if (L->quad) { /* multicast masks: the activation half to ranks 2t, 2t + 1; the weight half to c, c + 2 */
+        amask = cta_mask(L, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_imm(3), wb_r(muli(L, L->thalf, 2))));
+        wmask = cta_mask(L, op2(L, WB_OP_SHL, "b32", WB_RC_B32, wb_imm(5), wb_r(L->chalf)));
+    }
     const char *head = wb_new_label(L->f, "produce"), *fresh = wb_new_label(L->f, "fresh");
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
     /* the stage's use u > 0 (g / S, its parity in use) waits until the consumers released use u - 1,
@@ -109,11 +156,11 @@ static void produce(lw *L)
     wb_reg stage = add(L, L->smem, so);
     if (L->cluster) { /* this block's half of the activation tile, into both blocks' stage (and bytes) */
         int half = L->lay.bm / 2;
-        wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_imm(half * 128),
+        wb_reg dst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->chalf), wb_imm(half * 128),
                          wb_r(addi(L, stage, L->lay.a_off)));
-        wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_imm(half), wb_r(L->m0));
+        wb_reg row = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->chalf), wb_imm(half), wb_r(L->m0));
         wb_emit(L->f, WB_OP_TMA_LOAD_2D_MC, NULL, 6, wb_r(dst), wb_r(L->tmap), wb_r(muli(L, kt, L->lay.slice_k)),
-                wb_r(row), wb_r(full), wb_imm(3));
+                wb_r(row), wb_r(full), L->quad ? wb_r(amask) : wb_imm(3));
     } else {
         wb_reg col = muli(L, kt, L->lay.slice_k); /* split_k: in this block's half of K */
         if (L->kofs.id >= 0)
@@ -132,7 +179,9 @@ static void produce(lw *L)
         sk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
                  wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes))));
     }
-    for (int j = 0; j < nw; j++) {
+    if (L->quad) /* this block's half of the weight tile's warp slices, into both blocks of its channel tile */
+        quad_weights(L, stage, wk, wstrip, sk, sstrip, full, lead, wmask);
+    for (int j = 0; j < nw && !L->quad; j++) {
         wb_reg src = wk;
         if (j) /* strip strip0 + j: j strips on */
             src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
@@ -182,14 +231,20 @@ void wb_tma_setup(lw *L)
     wb_emit(L->f, WB_OP_CVTA_PARAM, NULL, 2, wb_r(L->tmap), wb_r(pm));
     L->elected = pred_of(L, WB_OP_SETP_EQ, L->tid, 0);
     L->mbar = addi(L, L->smem, L->lay.mbar_off);
-    if (L->cluster)
+    if (L->quad)
+        wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
+                wb_text("load rule: TMA in a cluster of four blocks, two neighbouring channel tiles of two token "
+                        "tiles; each producer multicasts its half of the activation tile into its channel "
+                        "neighbour and itself, its half of the weight tile's slices into its token neighbour and "
+                        "itself; each consumer warp releases a stage to the three producers that fill it"));
+    else if (L->cluster)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text("load rule: TMA in a cluster of two blocks on neighbouring channel tiles; each producer "
                         "multicasts its half of the activation tile into both, each consumer warp releases a "
                         "stage to both producers"));
     /* cluster: a stage is refilled (in both blocks: the activation halves are multicast) once the
      * consumer warps of both have released it */
-    int releasers = consumers / 32 * (L->cluster ? 2 : 1);
+    int releasers = consumers / 32 * (L->quad ? 3 : L->cluster ? 2 : 1); /* quad: and the token neighbour's */
     for (int s = 0; s < 2 * S; s++) {
         wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : releasers));
         wb_guard_last(L->f, L->elected, 0);
@@ -258,6 +313,11 @@ void wb_tma_release(lw *L)
     wb_guard_last(L->f, L->lead, 0);
     if (L->cluster) { /* and to the other block's producer, whose multicast writes this block's stage too */
         wb_reg remote = op2(L, WB_OP_MAPA, NULL, WB_RC_B32, wb_r(empty), wb_r(L->peer));
+        wb_emit(L->f, WB_OP_MBAR_ARRIVE_REMOTE, NULL, 1, wb_r(remote));
+        wb_guard_last(L->f, L->lead, 0);
+    }
+    if (L->quad) { /* and to the token neighbour's, whose weight slices land here too */
+        wb_reg remote = op2(L, WB_OP_MAPA, NULL, WB_RC_B32, wb_r(empty), wb_r(L->tpeer));
         wb_emit(L->f, WB_OP_MBAR_ARRIVE_REMOTE, NULL, 1, wb_r(remote));
         wb_guard_last(L->f, L->lead, 0);
     }

@@ -119,8 +119,8 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
                        cfg->batch_invariant);
     if (cfg && cfg->persistent != 0 && cfg->persistent != 1)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: persistent must be 0 or 1 (got %d)", cfg->persistent);
-    if (cfg && (cfg->cluster < 0 || cfg->cluster > 2))
-        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1 or 2 (got %d)", cfg->cluster);
+    if (cfg && (cfg->cluster < 0 || cfg->cluster == 3 || cfg->cluster > 4))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1, 2 or 4 (got %d)", cfg->cluster);
     if (cfg && (cfg->split_k < 0 || cfg->split_k > 2))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: split_k must be 0, 1 or 2 (got %d)", cfg->split_k);
     pthread_mutex_lock(&layer->lock);
@@ -242,7 +242,7 @@ static wb_status launch(wb_layer *layer, const char *call, int64_t m, wb_devptr 
     if (cfg.load == WB_LOAD_TMA) {
         params[np++] = &map;
         if ((st = wb_gpu_tensor_map(layer->gpu, &map, layer->f.a, a, (uint64_t)m, (uint64_t)layer->k,
-                                    (unsigned)(8 * cfg.m_tiles / (cfg.cluster > 1 ? cfg.cluster : 1)))))
+                                    (unsigned)(8 * cfg.m_tiles / (cfg.cluster > 1 ? 2 : 1)))))
             return st;
     }
     return wb_gpu_launch(layer->gpu, fn, &d, stream, params);

@@ -305,7 +305,28 @@ expect 2 "--cluster on cp.async" "built for the TMA pipeline" -- \
     $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --load cp.async
 expect 0 "--cluster with --persistent" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --persistent --hash
 grep -q 'persistent=1,cluster=2$' "$tmp/out" || fail "--persistent --cluster 2 config: $(cat "$tmp/out")"
-expect 2 "--cluster 3" "must be 1 or 2" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 3
+expect 2 "--cluster 3" "must be 1, 2 or 4" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 3
+if expect 0 "ptx --cluster 4" "" -- $W ptx w4a16 --arch sm_90a --m 4096 --n 4096 --k 4096 --cluster 4 --plain; then
+    # launched in quads; one multicast activation half (its mask a register), the weight tile's 8 warp
+    # slices and their scale records halved: 4 + 4 multicast bulk copies; each release reaches the
+    # channel neighbour and the token neighbour (two mapa a release site); empty barriers count 3 x 8 warps
+    grep -q '^\.reqnctapercluster 4, 1, 1$' "$tmp/out" || fail "--cluster 4: no .reqnctapercluster 4, 1, 1"
+    [ "$(grep -c 'tile.mbarrier::complete_tx::bytes.multicast::cluster \[.*\], %h[0-9]*;$' "$tmp/out")" -eq 1 ] ||
+        fail "--cluster 4: not one activation multicast with a register mask"
+    [ "$(grep -c 'cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster' "$tmp/out")" -eq 8 ] ||
+        fail "--cluster 4: not 8 multicast weight and scale copies"
+    grep -q 'cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \[' "$tmp/out" &&
+        fail "--cluster 4: a plain weight copy beside the multicasts"
+    [ "$(grep -c 'mbarrier.init.shared::cta.b64 \[%r[0-9]*\], 24;' "$tmp/out")" -ge 1 ] ||
+        fail "--cluster 4: no empty barrier counting 24 releases"
+    [ "$(grep -c 'mapa.shared::cluster' "$tmp/out")" -eq "$(grep -c 'mbarrier.arrive.shared::cluster' "$tmp/out")" ] &&
+        [ "$(grep -c 'mbarrier.arrive.shared::cluster' "$tmp/out")" -eq "$((2 * $(grep -c 'mbarrier.arrive.shared::cta' "$tmp/out")))" ] ||
+        fail "--cluster 4: not two remote releases (with mapa) for each local one"
+fi
+expect 0 "ptx --cluster 4 hash" "" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 4 --hash
+grep -q 'load=tma,mma=wgmma,cluster=4$' "$tmp/out" || fail "--cluster 4 config: $(cat "$tmp/out")"
+expect 2 "--cluster 4 with --persistent" "without --persistent" -- \
+    $W ptx fp8 --arch sm_90a --m 4096 --cluster 4 --persistent
 expect 2 "--cluster odd m-tiles" "even m_tiles" -- $W ptx fp8 --arch sm_90a --m 4096 --cluster 2 --m-tiles 9
 expect 2 "--cluster odd channel tiles" "two channel tiles" -- \
     $W ptx fp8 --arch sm_90a --m 4096 --n 384 --k 4096 --cluster 2 --warps-n 8
@@ -390,6 +411,7 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
                                     $5 == "--mma,wgmma,--load,tma,--persistent,--cluster,1" ||
                                     $5 == "--mma,wgmma,--load,tma,--persistent,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
+                                    $5 == "--mma,wgmma,--load,tma,--cluster,4" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,1" ||
                                     $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4" ||
                                     $5 == "--split-k,2"))) { bad = 1 }

@@ -88,23 +88,24 @@
  * before wait_group, expect_tx or a bulk size 16 bytes off, or the wrong TMA row makes these cases fail;
  * zero-filling rows past M is not observable (those tokens' outputs are never stored).
  *
- * Thread block clusters (cfg.cluster 2, sm_90a: TMA multicast; cluster_multicast_kernel): blocks (2i, y)
- * and (2i + 1, y) run together as ranks 0 and 1 (%cluster_ctarank; %cluster_nctarank 2; without a
- * cluster 0 and 1), a round of one's threads, then one of the other's, until both have ended; a turn
- * in which neither moves is a deadlock. grid.x must be even, and each block's TMA box is half its
- * tokens (runtime/layer.c's tensor map). mapa models a shared::cluster address as (rank + 1) << 24 |
- * offset (a plain shared offset means the own block). cp.async.bulk.tensor .multicast::cluster writes
- * the box at the same offset into every block of its ctaMask, its bytes completing on the mbarrier at
- * the same offset in each; mbarrier.arrive.shared::cluster arrives on the block its address names;
- * barrier.cluster.arrive / wait is a split barrier over both blocks' threads (a wait spins until every
- * live thread of the cluster has arrived as often; ended threads count as arrived). A multicast or
- * remote arrival needs the destination's mbarrier initialized (so a cluster barrier between init and
- * the first multicast) and the destination alive (so a cluster barrier before the end); a mask or mapa
- * rank outside the cluster fails. Releases name the block of their mbarrier, and a thread sees only
- * its own block's phases: a multicast into a peer's chunk needs each of the peer's readers to have
- * released it on the issuing block's mbarrier (a remote arrival) in a phase the issuing thread has seen.
- * After a bar.warp.sync, every arrival of a lane (its block's, a peer's) releases the reads of the
- * lanes that have read nothing since the meeting.
+ * Thread block clusters of 2 or 4 blocks along x (cfg.cluster 2 or 4, sm_90a: TMA multicast;
+ * cluster_multicast_kernel): with n blocks a cluster, blocks (n i, y) .. (n i + n - 1, y) run together as
+ * ranks 0 .. n - 1 (%cluster_ctarank; %cluster_nctarank n; without a cluster 0 and 1), a round of each one's
+ * threads in rank order, until all have ended; a turn in which none moves is a deadlock. grid.x must be a
+ * multiple of n, and each block's TMA box is its share of the tokens (runtime/layer.c's tensor map). mapa
+ * models a shared::cluster address as (rank + 1) << 24 | offset (a plain shared offset means the own block).
+ * cp.async.bulk.tensor .multicast::cluster writes the box at the same offset into every block of its ctaMask
+ * (an immediate, or a .b16 or .b32 register), its bytes completing on the mbarrier at the same offset in
+ * each; cp.async.bulk .multicast::cluster does the same with a span of global memory;
+ * mbarrier.arrive.shared::cluster arrives on the block its address names; barrier.cluster.arrive / wait is a
+ * split barrier over all the blocks' threads (a wait spins until every live thread of the cluster has
+ * arrived as often; ended threads count as arrived). A multicast or remote arrival needs the destination's
+ * mbarrier initialized (so a cluster barrier between init and the first multicast) and the destination alive
+ * (so a cluster barrier before the end); a mask or mapa rank outside the cluster fails. Releases name the
+ * block of their mbarrier, and a thread sees only its own block's phases: a multicast into a peer's chunk
+ * needs each of the peer's readers to have released it on the issuing block's mbarrier (a remote arrival) in
+ * a phase the issuing thread has seen. After a bar.warp.sync, every arrival of a lane (its block's, a
+ * peer's) releases the reads of the lanes that have read nothing since the meeting.
  *
  * Bank conflicts (a performance property, not a fault: counted, not failed): each warp's first
  * execution of each shared load or store in a block (ld/st.shared, .v2, .v4; every ldmatrix) is
@@ -151,8 +152,11 @@ enum { RUN, AT_WARP, AT_BAR, AT_NBAR, SPIN, DONE };
 /* MAX_MBARS: --load tma's full and empty barrier per stage (8 stages at most), tcgen05's two */
 enum { MAX_MBARS = 24, TC_LANES = 128, TC_COLS = 512, MAX_TC_RECS = 4096 };
 
+/* the most blocks a thread block cluster has (run_func: 1, 2 or 4) */
+enum { MAX_CLUSTER = 4 };
+
 /* A release by a thread: an mbarrier arrival (cta: the rank in its cluster of the block whose mbarrier
- * it is, the own one or, by a remote arrival, the peer's; mbar: its index there; phase: the phase it
+ * it is, the own one or, by a remote arrival, another's; mbar: its index there; phase: the phase it
  * counts toward), its arrival at a bar.sync (mbar REL_BAR, cta its own block; phase: the barrier's
  * generation, counted from 1 in the block) or at a barrier.cluster (mbar REL_CLUSTER; phase: its
  * count of arrivals there, which every thread of the cluster that waits as often sees). */
@@ -269,11 +273,11 @@ typedef struct emu {
     int *tc_sf_read;    /* per column: the record + 1 of the last MMA that read scale factors there */
     tc_rec *tc_recs;
     int ntc_recs;
-    /* a thread block cluster along x (cfg.cluster 2): the block's rank in it and its size (0 and 1
-     * without one), the other block of the pair (NULL without one); ended: every thread of the block has
-     * ended (the blocks of a cluster take turns by rounds, so one may end before the other) */
+    /* a thread block cluster along x (cfg.cluster 2 or 4): the block's rank in it and its size (0 and 1
+     * without one), its blocks by rank (cta[rank] is this one; none past csize); ended: every thread of
+     * the block has ended (the blocks of a cluster take turns by rounds, so one may end before another) */
     int rank, csize;
-    struct emu *peer;
+    struct emu *cta[MAX_CLUSTER];
     int ended;
     /* bank conflicts (note_shared): per instruction its index among the per-thread shared loads and
      * stores (-1: another), and per warp and such access the addresses of its first execution in the
@@ -312,7 +316,7 @@ static name_buf of_cta(const emu *e)
 }
 
 /* The block of rank r of e's cluster (r below its size: checked by the caller). */
-static emu *cta_of(emu *e, int r) { return r == e->rank ? e : e->peer; }
+static emu *cta_of(emu *e, int r) { return r == e->rank ? e : e->cta[r]; }
 
 static const char *const param_names[NPARAMS] = {"p_out", "p_a", "p_w", "p_scale", "p_chan", "p_m", "p_n", "p_k",
                                                  "p_ascale", "p_aglobal",
@@ -1294,6 +1298,20 @@ static void tma_land(emu *d, emu *s, uint64_t dst, const uint8_t *box, int bytes
     mbar_complete_tx(s, d, mb, bytes);
 }
 
+/* A multicast's 16-bit ctaMask operand o for thread th of e: an immediate, or a .b16 register (one that
+ * mov.b32 {lo, hi} unpacked) or a .b32 one, read at its register's width (the caller checks that it
+ * names at least one block and none outside the cluster). */
+static uint64_t cta_mask(const emu *e, const thread *th, const wb_opnd *o)
+{
+    uint64_t mask = val(th, o);
+    if (o->kind != WB_O_REG)
+        return mask;
+    int rc = e->f->reg_class[o->v];
+    CHECK(rc == WB_RC_B16 || rc == WB_RC_B32, "%s (insn %d): a multicast's ctaMask in a register of class %d, "
+          "neither .b16 nor .b32", who(e, e->cur).s, th->pc, rc);
+    return mask & (rc == WB_RC_B16 ? 0xFFFFull : 0xFFFFFFFFull);
+}
+
 /* cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {c0,
  * c1}], [mbar] by thread e->cur, with the case's tensor map (tma_read_box: the 128-byte swizzle, whose
  * atom of 8 rows needs dst 1024-aligned); the whole box's bytes complete on the mbarrier. With
@@ -1322,7 +1340,7 @@ static void run_tma_load(emu *e, thread *th, const wb_insn *in)
         tma_land(e, e, dst, tma_read_box(e, c0, c1), bytes, mb);
         return;
     }
-    uint64_t mask = val(th, &o[5]);
+    uint64_t mask = cta_mask(e, th, &o[5]);
     CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
           (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
     const uint8_t *box = tma_read_box(e, c0, c1);
@@ -1353,6 +1371,36 @@ static void run_bulk_copy(emu *e, thread *th, const wb_insn *in)
     async_write(e, e, dst, (int)size, mb);
     memcpy(e->smem + dst, p, (size_t)size);
     mbar_complete_tx(e, e, mb, size);
+}
+
+/* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [dst], [src],
+ * size, [mbar], ctaMask by thread e->cur: the checks of run_bulk_copy (dst and mbar as multicast_offset
+ * reads them: the same offset in every destination), and the bytes land at dst in every block of the
+ * cluster whose rank's bit is set in the 16-bit ctaMask (cta_mask), completing on the mbarrier at mbar
+ * in each, as run_tma_load's multicast does: each destination alive (check_alive), its mbarrier
+ * initialized (mbar_in), the mask naming at least one block and none outside the cluster. */
+static void run_bulk_copy_mc(emu *e, thread *th, const wb_insn *in)
+{
+    const wb_opnd *o = in->o;
+    uint64_t dst = multicast_offset(e, val(th, &o[0])), src = val(th, &o[1]);
+    uint64_t at = multicast_offset(e, val(th, &o[3]));
+    int64_t size = (int64_t)val(th, &o[2]);
+    CHECK(size > 0 && size % 16 == 0 && dst % 16 == 0 && dst + (uint64_t)size <= (uint64_t)e->smem_bytes,
+          "%s (insn %d): cp.async.bulk .multicast::cluster of %lld bytes to shared %llu (a positive multiple of 16, "
+          "16-aligned, inside the %d bytes)", who(e, e->cur).s, th->pc, (long long)size, (unsigned long long)dst,
+          e->smem_bytes);
+    uint64_t mask = cta_mask(e, th, &o[4]);
+    CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
+          (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
+    const uint8_t *p = global_span(e, src, size, 16, 0);
+    for (int r = 0; r < e->csize; r++) {
+        if (!(mask >> r & 1))
+            continue;
+        emu *d = cta_of(e, r);
+        check_alive(d, e, "a multicast write");
+        mbar *mb = mbar_in(d, e, at);
+        tma_land(d, e, dst, p, (int)size, mb);
+    }
 }
 
 /* mov of a symbol: only the tensor map parameter's address is modelled (TMAP_ADDR). */
@@ -1657,6 +1705,7 @@ static void run_thread(emu *e, int i)
             break;
         case WB_OP_TMA_LOAD_2D: case WB_OP_TMA_LOAD_2D_MC: run_tma_load(e, th, in); break;
         case WB_OP_BULK_COPY: run_bulk_copy(e, th, in); break;
+        case WB_OP_BULK_COPY_MC: run_bulk_copy_mc(e, th, in); break;
         case WB_OP_MBAR_TRY_WAIT: { /* the phase of parity P is complete once the phase count's parity is not P */
             mbar *mb = mbar_at(e, val(th, &o[1]));
             if ((mb->phase & 1) == (int)(val(th, &o[2]) & 1)) {
@@ -2161,15 +2210,18 @@ static void stuck(const emu *e)
     ck_abort_msg("%s", msg);
 }
 
-/* "the cluster is stuck": neither block moved in a round; where each one's warps wait. */
-static void stuck_cluster(emu *const c[2])
+/* "the cluster is stuck": none of its nc blocks moved in a round; where each one's warps wait. */
+static void stuck_cluster(emu *const *c, int nc)
 {
     char msg[4000];
-    int n = snprintf(msg, sizeof msg, "the cluster of blocks (%u, %u) and (%u, %u) is stuck:", c[0]->ctaid[0],
-                     c[0]->ctaid[1], c[1]->ctaid[0], c[1]->ctaid[1]);
-    for (int r = 0; r < 2; r++) {
+    int n = snprintf(msg, sizeof msg, "the cluster of blocks");
+    for (int r = 0; r < nc; r++)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "%s (%u, %u)", r == 0 ? "" : r == nc - 1 ? " and" : ",",
+                      c[r]->ctaid[0], c[r]->ctaid[1]);
+    n += snprintf(msg + n, sizeof msg - (size_t)n, " is stuck:");
+    for (int r = 0; r < nc; r++) {
         n += snprintf(msg + n, sizeof msg - (size_t)n, " CTA %d: ", r);
-        n = stuck_text(c[r], msg, sizeof msg / 2 * (size_t)(r + 1), n);
+        n = stuck_text(c[r], msg, sizeof msg / (size_t)nc * (size_t)(r + 1), n);
     }
     ck_abort_msg("%s", msg);
 }
@@ -2309,26 +2361,31 @@ static void run_block(emu *e)
             stuck(e);
 }
 
-/* The two blocks of a cluster, together: a round of CTA 0's threads, then one of CTA 1's, until both
- * have ended (an ended one sits out). Remote arrivals, multicasts and the cluster barrier act on the
- * peer between its rounds. A deadlock is a turn of both rounds in which neither moved. The blocks of a
- * cluster start on their SMs at no set time apart: CTA `lead` runs alone until it can go no further,
- * and only then does the other start (so a copy or an arrival that reaches the other block before its
- * mbarriers are set up fails, whichever block issues it). */
-static void run_cluster(emu *const c[2], int lead)
+/* The nc blocks of a cluster (2 or 4), together: a round of CTA 0's threads, then one of CTA 1's, and
+ * so on, until all have ended (an ended one sits out). Remote arrivals, multicasts and the cluster
+ * barrier act on another block between its rounds. A deadlock is a turn of all the rounds in which none
+ * moved. The blocks of a cluster start on their SMs at no set time apart: CTA `lead` runs alone until
+ * it can go no further, and only then do the others start (so a copy or an arrival that reaches
+ * another block before its mbarriers are set up fails, whichever block issues it). */
+static void run_cluster(emu *const *c, int nc, int lead)
 {
-    block_reset(c[0]);
-    block_reset(c[1]);
-    int started = 0; /* the other block has started */
-    while (!c[0]->ended || !c[1]->ended) {
+    for (int r = 0; r < nc; r++)
+        block_reset(c[r]);
+    int started = 0; /* the other blocks have started */
+    for (;;) {
+        int live = 0;
+        for (int r = 0; r < nc; r++)
+            live |= !c[r]->ended;
+        if (!live)
+            break;
         int moved = 0;
-        for (int r = 0; r < 2; r++)
+        for (int r = 0; r < nc; r++)
             if (!c[r]->ended && (started || r == lead))
                 moved |= block_round(c[r]);
         if (!moved && !started)
             started = moved = 1;
         else if (!moved)
-            stuck_cluster(c);
+            stuck_cluster(c, nc);
     }
 }
 
@@ -2413,32 +2470,36 @@ static void emu_free(emu *e)
 }
 
 /* Run the whole grid `dims` of fn on params (NPARAMS values) with the global buffers bufs and the
- * tensor map tm (TMA kernels; else NULL). cluster 2: the grid runs in thread block clusters of two
- * blocks along x, (2i, y) and (2i + 1, y) together (run_cluster), ranks 0 and 1; grid.x must be even.
- * 0 or 1: one block at a time. */
+ * tensor map tm (TMA kernels; else NULL). cluster 2 or 4: the grid runs in thread block clusters of
+ * that many blocks n along x, (n i, y) .. (n i + n - 1, y) together (run_cluster), ranks 0 .. n - 1;
+ * grid.x must be a multiple of n (even for 2). 0 or 1: one block at a time. Other sizes fail. */
 void run_func(const wb_func *fn, const wb_launch_dims *d, const uint64_t *params, const gbuf *bufs, int nbufs,
               const fake_tmap *tm, int cluster)
 {
     wb_launch_dims dims = *d;
     int cl = cluster > 1 ? cluster : 1;
-    CHECK(cl <= 2, "clusters of %d blocks are not modelled (2 at most)", cl);
-    CHECK(dims.grid[0] % (unsigned)cl == 0, "a cluster of %d blocks along x needs an even grid.x, not %u", cl,
-          dims.grid[0]);
+    CHECK(cl == 1 || cl == 2 || cl == MAX_CLUSTER, "clusters of %d blocks are not modelled (1, 2 or %d only)", cl,
+          MAX_CLUSTER);
+    CHECK(dims.grid[0] % (unsigned)cl == 0, "a cluster of %d blocks along x needs %s, not %u", cl,
+          cl == 2 ? "an even grid.x" : "a grid.x that is a multiple of 4", dims.grid[0]);
     if (dims.smem_bytes < 16) /* the quantizer has none */
         dims.smem_bytes = 16;
     memset(sh_extra, 0, sizeof sh_extra);
-    emu c[2];
-    emu *const pair[2] = {&c[0], &c[1]};
-    for (int r = 0; r < cl; r++) {
+    emu c[MAX_CLUSTER];
+    emu *const members[MAX_CLUSTER] = {&c[0], &c[1], &c[2], &c[3]};
+    for (int r = 0; r < cl; r++)
         emu_alloc(&c[r], fn, &dims, params, bufs, nbufs, tm);
-        c[r].rank = r, c[r].csize = cl, c[r].peer = cl > 1 ? &c[1 - r] : NULL;
+    for (int r = 0; r < cl; r++) {
+        c[r].rank = r, c[r].csize = cl;
+        for (int q = 0; q < cl; q++)
+            c[r].cta[q] = &c[q];
     }
     for (unsigned by = 0; by < dims.grid[1]; by++)
         for (unsigned bx = 0; bx < dims.grid[0]; bx += (unsigned)cl) {
             for (int r = 0; r < cl; r++)
                 c[r].ctaid[0] = bx + (unsigned)r, c[r].ctaid[1] = by;
-            if (cl > 1) /* the pairs take turns leading */
-                run_cluster(pair, (int)((bx / 2 + by) & 1));
+            if (cl > 1) /* the clusters' ranks take turns leading */
+                run_cluster(members, cl, (int)((bx / (unsigned)cl + by) % (unsigned)cl));
             else
                 run_block(&c[0]);
         }

@@ -56,7 +56,7 @@ typedef struct fake_tmap {
 } fake_tmap;
 
 /* Run the whole grid `d` of fn on params (NPARAMS values) with the nbufs global buffers bufs and the
- * tensor map tm (TMA kernels; else NULL), in clusters of `cluster` blocks along x (2; 0 or 1: one block
+ * tensor map tm (TMA kernels; else NULL), in clusters of `cluster` blocks along x (2 or 4; 0 or 1: one block
  * at a time). Every instruction is checked as interp.c's head comment says (accesses inside bufs and
  * shared memory, alignment, races of the async proxy and of async copies, mbarrier and tensor memory
  * use, deadlocks); the first violation fails the test through interp_fail. */

@@ -71,7 +71,8 @@ static void build_case(const char *spec, wb_arch arch, int64_t m, int64_t n, int
 /* Run the whole grid of b on params (NPARAMS values) with the global buffers bufs. A TMA kernel gets
  * the activations' tensor map as runtime/layer.c encodes it: the M x K matrix at p_a (f16 / bf16, or
  * 8-bit codes copied as bytes), boxes of the block's tokens (8 m_tiles) x 128 bytes; in clusters of two
- * (cfg.cluster 2), boxes of half the block's tokens, each block copying one half into both. Fails on
+ * or four (cfg.cluster 2, 4), boxes of half the block's tokens, each block of a pair on one token tile
+ * copying one half into both. Fails on
  * a bank conflict of any shared access of an mma.sync or wgmma kernel, and of any but the 4-byte
  * loads and stores of a tcgen05 kernel (interp_shared_extra). */
 static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint64_t *params, const gbuf *bufs,
@@ -86,8 +87,9 @@ static void run_grid(const built *b, int64_t m, int64_t n, int64_t k, const uint
         ck_assert_uint_eq(dims.grid[0] % (b->cfg.cluster > 1 ? 2 : 1), 0);
         dims.grid[0] = dims.grid[0] < sms ? dims.grid[0] : sms;
     }
-    int elem = b->f.a.bits / 8, cl = b->cfg.cluster > 1 ? b->cfg.cluster : 1;
-    CHECK(8 * b->cfg.m_tiles % cl == 0, "a cluster of %d blocks cannot split %d tokens", cl, 8 * b->cfg.m_tiles);
+    /* the blocks sharing an activation tile: a pair (clusters of two, and the channel pairs of four) */
+    int elem = b->f.a.bits / 8, cl = b->cfg.cluster > 1 ? 2 : 1;
+    CHECK(8 * b->cfg.m_tiles % cl == 0, "a pair of blocks cannot split %d tokens", 8 * b->cfg.m_tiles);
     fake_tmap tm = {.base = params[1], .rows = m, .cols = k, .elem = elem, .box_rows = 8 * b->cfg.m_tiles / cl,
                     .box_cols = elem ? 128 / elem : 0};
     int tma = b->cfg.load == WB_LOAD_TMA;
@@ -910,6 +912,32 @@ START_TEST(tma_cluster_matches_reference)
 }
 END_TEST
 
+/* --cluster 4 (lower_tma.c): quads of blocks on two neighbouring channel tiles of two neighbouring token
+ * tiles; each producer multicasts its half of the activation tile into its channel neighbour and itself
+ * and its half of the weight tile's warp slices (and scale records) into its token neighbour and
+ * itself, and each consumer warp releases a stage to the three producers that fill it; run four blocks
+ * at a time against the float64 reference: 4 channel tiles (2 quads across), token tiles whose count is
+ * odd (the last quad's second token tile partly or wholly past M: M = 300 with 64-row tiles, 100 with
+ * 128-row ones), 16-bit and 8-bit activations, fp8's two-level sums with a bias, s8, W4A8, zero points,
+ * one consumer warpgroup (its four warp slices split two and two). */
+START_TEST(tma_cluster4_matches_reference)
+{
+    static const tma_case cases[] = {
+        {"fp8", 300, 512, 8, 3, 0},
+        {"fp8,out=f16,bias=1", 100, 384, 16, 4, 0},
+        {"int8", 300, 512, 8, 3, 0},
+        {"w4a16", 300, 512, 8, 3, 0},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 16, 4, 0},
+        {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3, 0},
+    };
+    run_tma_cases(cases, sizeof cases / sizeof cases[0], 512, 4);
+    wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = 4, .m_tiles = 8, .stages = 3,
+                   .cluster = 4};
+    run_case_a16("w4a16", WB_ARCH_SM90A, 300, 256, 512, c);
+    run_case("fp8,bias=1", WB_ARCH_SM90A, 100, 256, 384, c);
+}
+END_TEST
+
 /* --split-k 2: pairs of blocks on one output tile, each taking half of K, the second's sums stored into
  * the first's shared memory (st.shared::cluster) and added there between two cluster barriers; run two
  * blocks at a time against the float64 reference: the TMA pipeline (16-bit activations, zero points,
@@ -1380,6 +1408,7 @@ int main(void)
     tcase_set_timeout(cl, 600);
     tcase_add_test(cl, cluster_multicast_kernel);
     tcase_add_test(cl, tma_cluster_matches_reference);
+    tcase_add_test(cl, tma_cluster4_matches_reference);
     suite_add_tcase(s, cl);
     TCase *bs = tcase_create("tcgen05 block-scaled"); /* CK_RUN_CASE="tcgen05 block-scaled" */
     tcase_set_timeout(bs, 600);
