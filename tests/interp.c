@@ -1312,6 +1312,26 @@ static uint64_t cta_mask(const emu *e, const thread *th, const wb_opnd *o)
     return mask & (rc == WB_RC_B16 ? 0xFFFFull : 0xFFFFFFFFull);
 }
 
+/* A multicast by thread e->cur: bytes of data land at shared offset dst in every block of the cluster
+ * whose rank's bit is set in the 16-bit ctaMask operand (cta_mask), completing on the mbarrier at offset
+ * at in each; each destination alive (check_alive), its mbarrier initialized (mbar_in: a peer's init
+ * must be ordered before, by a cluster barrier), the mask naming at least one block and none outside
+ * the cluster. */
+static void multicast_land(emu *e, thread *th, const wb_opnd *mask_op, uint64_t dst, uint64_t at,
+                           const uint8_t *data, int bytes)
+{
+    uint64_t mask = cta_mask(e, th, mask_op);
+    CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
+          (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
+    for (int r = 0; r < e->csize; r++) {
+        if (!(mask >> r & 1))
+            continue;
+        emu *d = cta_of(e, r);
+        check_alive(d, e, "a multicast write");
+        tma_land(d, e, dst, data, bytes, mbar_in(d, e, at));
+    }
+}
+
 /* cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {c0,
  * c1}], [mbar] by thread e->cur, with the case's tensor map (tma_read_box: the 128-byte swizzle, whose
  * atom of 8 rows needs dst 1024-aligned); the whole box's bytes complete on the mbarrier. With
@@ -1340,18 +1360,7 @@ static void run_tma_load(emu *e, thread *th, const wb_insn *in)
         tma_land(e, e, dst, tma_read_box(e, c0, c1), bytes, mb);
         return;
     }
-    uint64_t mask = cta_mask(e, th, &o[5]);
-    CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
-          (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
-    const uint8_t *box = tma_read_box(e, c0, c1);
-    for (int r = 0; r < e->csize; r++) {
-        if (!(mask >> r & 1))
-            continue;
-        emu *d = cta_of(e, r);
-        check_alive(d, e, "a multicast write");
-        mbar *mb = mbar_in(d, e, at);
-        tma_land(d, e, dst, box, bytes, mb);
-    }
+    multicast_land(e, th, &o[5], dst, at, tma_read_box(e, c0, c1), bytes);
 }
 
 /* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] by thread
@@ -1389,18 +1398,7 @@ static void run_bulk_copy_mc(emu *e, thread *th, const wb_insn *in)
           "%s (insn %d): cp.async.bulk .multicast::cluster of %lld bytes to shared %llu (a positive multiple of 16, "
           "16-aligned, inside the %d bytes)", who(e, e->cur).s, th->pc, (long long)size, (unsigned long long)dst,
           e->smem_bytes);
-    uint64_t mask = cta_mask(e, th, &o[4]);
-    CHECK(mask && mask >> e->csize == 0, "%s (insn %d): multicast ctaMask %#llx names %s", who(e, e->cur).s, th->pc,
-          (unsigned long long)mask, mask ? "a rank outside the cluster" : "no CTA");
-    const uint8_t *p = global_span(e, src, size, 16, 0);
-    for (int r = 0; r < e->csize; r++) {
-        if (!(mask >> r & 1))
-            continue;
-        emu *d = cta_of(e, r);
-        check_alive(d, e, "a multicast write");
-        mbar *mb = mbar_in(d, e, at);
-        tma_land(d, e, dst, p, (int)size, mb);
-    }
+    multicast_land(e, th, &o[4], dst, at, global_span(e, src, size, 16, 0), (int)size);
 }
 
 /* mov of a symbol: only the tensor map parameter's address is modelled (TMAP_ADDR). */
