@@ -32,7 +32,7 @@ class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel write
                                        "split_k")]
 
 
-LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
+LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3, "tma-quad": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
 
 
 def load_lib(path):
@@ -143,7 +143,7 @@ def bench_warble(lib, gpu, spec, n, k, ms, load="auto"):
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
     if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
         forced = Config(load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
-                        cluster=2 if load == "tma-cluster" else 0)
+                        cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0))
         for layer in layers:
             check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")
     # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
@@ -196,7 +196,8 @@ def main():
     ap.add_argument("--load", default="auto", choices=sorted(LOADS),
                     help="force the wgmma kernel with this load path (tma: the warp-specialized pipeline; "
                          "tma-persistent: the same with one block per SM walking the tiles; tma-cluster: in clusters of two "
-                         "blocks sharing the activation tile)")
+                         "blocks sharing the activation tile; tma-quad: in clusters of four sharing activation and "
+                         "weight tiles)")
     ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
                     help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
                          "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
