@@ -28,7 +28,9 @@
  * running on across them (tile_begin in lower_gemm.c). With cfg.cluster 2 (cluster) blocks
  * run in pairs on neighbouring channel tiles: each producer multicasts its half of the activation
  * tile into both blocks, and each consumer warp releases a stage to both producers (wb_tma_release);
- * docs/architecture.md. */
+ * with cfg.cluster 4 (quad) in quads on two channel tiles of two token tiles, each producer also
+ * multicasting half of the weight tile's warp slices into its token neighbour (quad_weights), and each
+ * consumer warp releasing a stage to the three producers that fill it; docs/architecture.md. */
 #include "lower/gemm_lower.h"
 
 /* The empty mbarrier of the stage whose full one is at full. */
