@@ -29,7 +29,7 @@
  * run in pairs on neighbouring channel tiles: each producer multicasts its half of the activation
  * tile into both blocks, and each consumer warp releases a stage to both producers (wb_tma_release);
  * with cfg.cluster 4 (quad) in quads on two channel tiles of two token tiles, each producer also
- * multicasting half of the weight tile's warp slices into its token neighbour (quad_weights), and each
+ * multicasting half of the weight tile's warp slices into its token neighbour, and each
  * consumer warp releasing a stage to the three producers that fill it; docs/architecture.md. */
 #include "lower/gemm_lower.h"
 
@@ -63,38 +63,15 @@ static wb_reg cta_mask(lw *L, wb_reg x)
     return lo;
 }
 
-/* quad: warp slices j = t * nw / 2 .. of the weight tile (t: the block's token tile in the quad), each
- * multicast with its scale records into this block's stage and its token neighbour's (mask), their
- * bytes completing on the stage's full mbarrier in both. */
-static void quad_weights(lw *L, wb_reg stage, wb_reg wk, wb_reg wstrip, wb_reg sk, wb_reg sstrip, wb_reg full,
-                         wb_reg lead, wb_reg mask)
+/* One lane's bulk copy of bytes from global src to shared dst, completing on the mbarrier full; with a
+ * mask register (quad), multicast to the blocks it names. */
+static void bulk_copy(lw *L, wb_reg dst, wb_reg src, int bytes, wb_reg full, wb_reg lead, wb_reg mask)
 {
-    int nw = L->cfg->warps_n, srec = L->lay.groups_per_chunk * L->lay.rec_bytes;
-    wb_reg j0 = muli(L, L->thalf, nw / 2);
-    wb_reg wdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(L->lay.w_bytes),
-                      wb_r(addi(L, stage, L->lay.w_off)));
-    wb_reg wsrc = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
-                      wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_r(j0))));
-    wb_reg sdst = {-1}, ssrc = {-1};
-    if (L->lay.s_stage) {
-        sdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(srec), wb_r(addi(L, stage, L->lay.s_off)));
-        ssrc = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),
-                   wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_r(j0))));
-    }
-    for (int j = 0; j < nw / 2; j++) {
-        wb_reg src = !j ? wsrc : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wsrc),
-                                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
-        wb_emit(L->f, WB_OP_BULK_COPY_MC, NULL, 5, wb_r(addi(L, wdst, j * L->lay.w_bytes)), wb_r(src),
-                wb_imm(L->lay.w_bytes), wb_r(full), wb_r(mask));
-        wb_guard_last(L->f, lead, 0);
-        if (!L->lay.s_stage)
-            continue;
-        wb_reg ss = !j ? ssrc : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
-                                    wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_imm(j))));
-        wb_emit(L->f, WB_OP_BULK_COPY_MC, NULL, 5, wb_r(addi(L, sdst, j * srec)), wb_r(ss), wb_imm(srec), wb_r(full),
-                wb_r(mask));
-        wb_guard_last(L->f, lead, 0);
-    }
+    if (mask.id >= 0)
+        wb_emit(L->f, WB_OP_BULK_COPY_MC, NULL, 5, wb_r(dst), wb_r(src), wb_imm(bytes), wb_r(full), wb_r(mask));
+    else
+        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(dst), wb_r(src), wb_imm(bytes), wb_r(full));
+    wb_guard_last(L->f, lead, 0);
 }
 
 /* The producer warp's loop. One lane (elect.sync) posts the stage's bytes and issues every copy: the
@@ -181,24 +158,32 @@ static void produce(lw *L)
         sk = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(ssrc),
                  wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes))));
     }
-    if (L->quad) /* this block's half of the weight tile's warp slices, into both blocks of its channel tile */
-        quad_weights(L, stage, wk, wstrip, sk, sstrip, full, lead, wmask);
-    for (int j = 0; j < nw && !L->quad; j++) {
-        wb_reg src = wk;
-        if (j) /* strip strip0 + j: j strips on */
-            src = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
-                      wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
-        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.w_off + j * L->lay.w_bytes)), wb_r(src),
-                wb_imm(L->lay.w_bytes), wb_r(full));
-        wb_guard_last(L->f, lead, 0);
+    /* warp slice j's code words and scale records, j strips on from the first; quad: this block's half of
+     * the slices (from j0 = t * nw / 2: t, its token tile in the quad), each multicast into its stage and
+     * its token neighbour's, their bytes completing on the stage's full mbarrier in both */
+    int count = L->quad ? nw / 2 : nw, woff = L->lay.w_off, soff = L->lay.s_off;
+    wb_reg wdst = stage, sdst = stage, wfirst = wk, sfirst = sk;
+    if (L->quad) {
+        wb_reg j0 = muli(L, L->thalf, nw / 2);
+        wdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(L->lay.w_bytes), wb_r(addi(L, stage, woff)));
+        wfirst = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wk),
+                     wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_r(j0))));
+        if (L->lay.s_stage) {
+            sdst = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(j0), wb_imm(srec), wb_r(addi(L, stage, soff)));
+            sfirst = op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),
+                         wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_r(j0))));
+        }
+        woff = soff = 0;
+    }
+    for (int j = 0; j < count; j++) {
+        wb_reg src = !j ? wfirst : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(wfirst),
+                                       wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(wstrip), wb_imm(j))));
+        bulk_copy(L, addi(L, wdst, woff + j * L->lay.w_bytes), src, L->lay.w_bytes, full, lead, wmask);
         if (!L->lay.s_stage)
             continue;
-        wb_reg ss = j ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sk),
-                            wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_imm(j))))
-                      : sk;
-        wb_emit(L->f, WB_OP_BULK_COPY, NULL, 4, wb_r(addi(L, stage, L->lay.s_off + j * srec)), wb_r(ss), wb_imm(srec),
-                wb_r(full));
-        wb_guard_last(L->f, lead, 0);
+        wb_reg ss = !j ? sfirst : op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sfirst),
+                                      wb_r(op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(sstrip), wb_imm(j))));
+        bulk_copy(L, addi(L, sdst, soff + j * srec), ss, srec, full, lead, wmask);
     }
     wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
     if (L->persist)
