@@ -84,6 +84,13 @@ pack() { tar -czf "$RESULTS/logs.tar.gz" -C "$LOGS" . 2>/dev/null; }
 step() { # (each step's start and end in steps.log, to place it in clocks.csv)
   local limit=$1 rc; shift; echo "$(date +%F' '%T.%N) start $*" >>"$LOGS/steps.log"
   timeout "$limit" stdbuf -oL -eL "$@"; rc=$?; echo "$(date +%F' '%T.%N) end $rc" >>"$LOGS/steps.log"; pack; return $rc; }
+# The selftest of the kernels the ledger lacks (`selftest --pending`) under a time limit, into a copy
+# of the ledger in $OUT; its exit status, failures and summary on stdout.
+pending_selftest() {
+  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
+  { time step "$1" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
+  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+}
 # the SM clock, power and temperature every 200 ms through the whole call (is a long large-M run
 # slowed by the clock? docs/perf.md), stopped and packed at exit
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
@@ -138,8 +145,7 @@ if [ "$mode" = decode ]; then # the decode picks (old beside new), then the suit
 fi
 if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the types at M = 1, the TMA pipeline at M = 16384
   cp tests/gpu/ledger.tsv "$OUT/ledger.tsv" # first the kernels the ledger lacks
-  { time step 260 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 260
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 200 bash bench/ab_build.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
@@ -149,9 +155,7 @@ if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the type
   exit 0
 fi
 if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1, the W4A16 suite beside torch, sweeps at 16384
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 170 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 170
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
   PYTHONUNBUFFERED=1 step 110 python3 bench/warble_peers.py --no-torch --copy-ceiling --shapes 8192x8192,28672x4096 \
@@ -170,9 +174,7 @@ if [ "$mode" = tables ]; then # the kernels the ledger lacks, the types at M = 1
   exit 0
 fi
 if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), then split K against none where tiles are few
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 150
   if [ "$quick" = peers ]; then # the heuristic's split picks beside torch f16
     PYTHONUNBUFFERED=1 step 200 python3 bench/warble_peers.py --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
       --m 128,256 --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
@@ -195,17 +197,13 @@ if [ "$mode" = split ]; then # the pending kernels (--split-k 2 among them), the
   exit 0
 fi
 if [ "$mode" = pairs ]; then # the pending kernels, (this build beside $BASE,) forced pairs: PAIRS="M N K|common|a|b;.."
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 150
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 200 bash bench/ab_build.sh
   OUT=$LOGS step "${LIMIT:-400}" bash bench/ab_flags.sh
   exit 0
 fi
 if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup tiles), clusters at M = 256; beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 120
   PAIRS="256 4096 14336|--mma wgmma --m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
   PAIRS="$PAIRS;128 8192 8192|--mma wgmma --m-tiles 16 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
   PAIRS="$PAIRS;128 4096 14336|--mma wgmma --m-tiles 8 --warps-n 4 --load cp.async|--warps-k 1|--warps-k 2"
@@ -217,9 +215,7 @@ if [ "$mode" = wk2 ]; then # pending kernels; warps_k 1 against 2 (one-warpgroup
   exit 0
 fi
 if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 decode, M = 256 picks); beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 150
   CASES="w4a8-fp8|1|8192|8192;w4a8-fp8|16|8192|8192;fp8-block|16|8192|8192;fp8|16|8192|8192;w4a8-fp8|256|8192|8192"
   CASES="$CASES;w4a16|256|6144|4096;w4a16|256|28672|4096;w4a16|256|8192|8192"
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=$CASES step 220 bash bench/ab_build.sh
@@ -237,9 +233,7 @@ if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 d
   exit 0
 fi
 if [ "$mode" = w4a8 ]; then # pending kernels; W4A8-fp8 decode on mma.sync (f16-widened) against wgmma; beside fp8; sweeps
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 150
   PYTHONUNBUFFERED=1 step 150 python3 bench/warble_peers.py --spec "fp8;a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" --peer fp8 \
     --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 --m 1,16 --out "$LOGS/w4a8.jsonl" \
     >"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
@@ -294,9 +288,7 @@ if [ "$mode" = stalls ]; then # why the decode kernels wait: ncu's stall reasons
   exit 0
 fi
 if [ "$mode" = formats ]; then # the kernels the ledger lacks, then the weight types at M = 1 on two shapes (issue 3)
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 200
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
   for shape in 8192x8192 28672x4096; do
@@ -307,9 +299,7 @@ if [ "$mode" = formats ]; then # the kernels the ledger lacks, then the weight t
   exit 0
 fi
 if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside torch (both load paths), the types at M = 1
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 200 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 200
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE step 150 bash bench/ab_build.sh # CASES: which
   for run in "w4a16 f16 auto 256,1024,4096,16384" "w4a16 f16 tma 256,1024,4096,16384" \
              "fp8 fp8 auto 16,256,4096,16384" "int8 int8 auto 16,256,4096,16384" "w4a8-fp8 fp8 auto 1,16,4096,16384"; do
@@ -325,9 +315,7 @@ if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside
   exit 0
 fi
 if [ "$mode" = fp8why ]; then # the kernels the ledger lacks; what holds fp8 back at M = 16384 (docs/perf.md)
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest 150
   # events timing, two rounds interleaved: fp8 as picked, persistent, without clusters; int8 at fp8's
   # 128-token tile and at its own; W4A8 (e4m3 x int4)
   for round in 1 2; do
@@ -347,9 +335,7 @@ if [ "$mode" = fp8why ]; then # the kernels the ledger lacks; what holds fp8 bac
   exit 0
 fi
 if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline beside $BASE's, and beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step "${SELFTEST_S:-200}" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest "${SELFTEST_S:-200}"
   cases="fp8|16384|8192|8192;int8|16384|8192|8192;a=e4m3,w=int4,ws=f32,g=0|16384|8192|8192;w4a16|16384|8192|8192"
   cases="$cases;fp8|4096|8192|8192;w4a16|4096|8192|8192;w4a16|16384|28672|4096;fp8|16384|28672|4096"
   [ -n "${BASE:-}" ] && OUT=$LOGS BASE=$BASE CASES=${CASES:-$cases} step "${AB_S:-220}" bash bench/ab_build.sh
@@ -365,9 +351,7 @@ if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline b
   exit 0
 fi
 if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters of two; fp8 both ways beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step "${SELFTEST_S:-120}" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest "${SELFTEST_S:-120}"
   pairs="16384 8192 8192|--load tma|--cluster 2|--cluster 4|fp8;4096 8192 8192|--load tma|--cluster 2|--cluster 4|fp8"
   pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|w4a16;16384 28672 4096|--load tma|--cluster 2|--cluster 4|w4a16"
   pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|int8"
@@ -380,9 +364,7 @@ if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters 
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step "${SELFTEST_S:-150}" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -3 "$OUT/selftest.log"
+  pending_selftest "${SELFTEST_S:-150}"
   pairs="16384 8192 8192||--load tma|--persistent|fp8;4096 8192 8192||--load tma|--persistent|fp8"
   pairs="$pairs;16384 28672 4096||--load tma|--persistent|fp8;16384 8192 8192||--load tma|--persistent|int8"
   pairs="$pairs;16384 8192 8192||--load tma|--persistent|a=e4m3,w=int4,ws=f32,g=0"
@@ -396,9 +378,7 @@ if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their 
   exit 0
 fi
 if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants at large M, decode counters, persistent beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 150
   # cp.async, TMA, TMA persistent, TMA in clusters of two: fp8, int8, W4A16 at M = 16384 (events timing)
   OUT=$LOGS MS=16384 SPECS="fp8;int8;w4a16" step 200 bash bench/ab_tma.sh
   # where the decode kernels' warps wait (W4A16 at M = 1 and 16 on mma.sync, W4A8-fp8 at 16 on wgmma)
@@ -417,9 +397,7 @@ if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants 
   exit 0
 fi
 if [ "$mode" = cluster ]; then # the kernels the ledger lacks, then TMA beside TMA in clusters of two, and beside torch
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 120 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 120
   OUT=$LOGS MS="16384 4096" SPECS="fp8;int8;w4a16" VARIANTS="--mma wgmma --load tma;--mma wgmma --load tma --cluster 2" \
     step 150 bash bench/ab_tma.sh
   for run in "fp8 fp8" "int8 int8"; do # beside torch._scaled_mm / torch._int_mm in one process (graph replays)
@@ -433,9 +411,7 @@ if [ "$mode" = cluster ]; then # the kernels the ledger lacks, then TMA beside T
   exit 0
 fi
 if [ "$mode" = picks ]; then # the kernels the ledger lacks, then the heuristic's kernels beside torch at large M
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 150 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 150
   for run in "w4a16 f16 256,4096,16384 100" "fp8 fp8 4096,16384 60" "int8 int8 4096,16384 60"; do
     read -r spec peer ms limit <<<"$run"
     PYTHONUNBUFFERED=1 step "$limit" python3 bench/warble_peers.py --spec $spec --peer $peer --shapes 8192x8192 \
@@ -444,9 +420,7 @@ if [ "$mode" = picks ]; then # the kernels the ledger lacks, then the heuristic'
   exit 0
 fi
 if [ "$mode" = tma ]; then
-  cp tests/gpu/ledger.tsv "$OUT/ledger.tsv"
-  { time step 240 build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
-  echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
+  pending_selftest 240
   OUT=$LOGS step 200 bash bench/ab_tma.sh
   for load in auto tma; do
     torch=(); [ $load = tma ] && torch=(--no-torch)
