@@ -31,7 +31,8 @@
 #                                       [shapes] [seconds];..' instead)
 #   scripts/h200.sh quad                the selftest of the kernels the ledger lacks, then clusters of four
 #                                       beside clusters of two (bench/ab_flags.sh: fp8 at M = 4096 and 16384,
-#                                       W4A16 and int8 at 16384), then fp8 both ways beside torch._scaled_mm
+#                                       W4A16 at 16384 and on the K = 4096 shapes, int8 and W4A8 at 16384),
+#                                       then fp8 on quads beside torch._scaled_mm
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -350,17 +351,17 @@ if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline b
   done
   exit 0
 fi
-if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters of two; fp8 both ways beside torch
-  pending_selftest "${SELFTEST_S:-120}"
+if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters of two; fp8 on quads beside torch
+  pending_selftest "${SELFTEST_S:-100}"
   pairs="16384 8192 8192|--load tma|--cluster 2|--cluster 4|fp8;4096 8192 8192|--load tma|--cluster 2|--cluster 4|fp8"
   pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|w4a16;16384 28672 4096|--load tma|--cluster 2|--cluster 4|w4a16"
+  pairs="$pairs;4096 28672 4096|--load tma|--cluster 2|--cluster 4|w4a16;16384 6144 4096|--load tma|--cluster 2|--cluster 4|w4a16"
   pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|int8"
-  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-240}" bash bench/ab_flags.sh
-  for load in auto tma-quad; do # beside torch._scaled_mm in one process (graph replays)
-    torch=(); [ $load = tma-quad ] && torch=(--no-torch)
-    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec fp8 --peer fp8 --load $load "${torch[@]}" \
-      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
-  done
+  pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|a=e4m3,w=int4,ws=f32,g=0"
+  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-270}" bash bench/ab_flags.sh
+  # fp8 on quads beside torch._scaled_mm in one process (graph replays)
+  PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec fp8 --peer fp8 --load tma-quad \
+    --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
