@@ -136,14 +136,14 @@ def weight_bytes(lib, keys, n, k):
     return n * k * w.bits // 8 + (nscales + nz) * lib.wb_type_file_bytes(ws)
 
 
-def bench_warble(lib, gpu, spec, n, k, ms, load="auto"):
+def bench_warble(lib, gpu, spec, n, k, ms, load="auto", m_tiles=0):
     fmt, keys = canonical(lib, spec)
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
     if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
         forced = Config(load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
-                        cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0))
+                        cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0), m_tiles=m_tiles)
         for layer in layers:
             check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")
     # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
@@ -198,6 +198,8 @@ def main():
                          "tma-persistent: the same with one block per SM walking the tiles; tma-cluster: in clusters of two "
                          "blocks sharing the activation tile; tma-quad: in clusters of four sharing activation and "
                          "weight tiles)")
+    ap.add_argument("--m-tiles", type=int, default=0,
+                    help="with --load: the token tile in m-tiles of 8 (24: 192 tokens), else the heuristic's")
     ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
                     help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
                          "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
@@ -215,7 +217,7 @@ def main():
     for shape in args.shapes.split(","):
         n, k = (int(x) for x in shape.split("x"))
         for spec in args.spec.split(";"):
-            bench_warble(lib, gpu, spec, n, k, ms, args.load)
+            bench_warble(lib, gpu, spec, n, k, ms, args.load, args.m_tiles)
         if not args.no_torch:
             if args.peer == "int8":
                 tp.safe(tp.bench_int8, n, k, ms)

@@ -33,6 +33,9 @@
 #                                       beside clusters of two (bench/ab_flags.sh: fp8 at M = 4096 and 16384,
 #                                       W4A16 at 16384 and on the K = 4096 shapes, int8 and W4A8 at 16384),
 #                                       then fp8 on quads beside torch._scaled_mm
+#   scripts/h200.sh tile192             the selftest of the kernels the ledger lacks, then 192-token tiles
+#                                       (--m-tiles 24) beside the heuristic's (bench/ab_flags.sh: fp8 at
+#                                       M = 4096, 16384 and on 28672 x 4096, int8), fp8 on them beside torch
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -361,6 +364,15 @@ if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters 
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-270}" bash bench/ab_flags.sh
   # fp8 on quads beside torch._scaled_mm in one process (graph replays)
   PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec fp8 --peer fp8 --load tma-quad \
+    --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  exit 0
+fi
+if [ "$mode" = tile192 ]; then # pending kernels; 192-token tiles beside the heuristic's; fp8 on them beside torch
+  pending_selftest "${SELFTEST_S:-100}"
+  pairs="16384 8192 8192|--load tma|--m-tiles 16|--m-tiles 24|fp8;4096 8192 8192|--load tma|--m-tiles 16|--m-tiles 24|fp8"
+  pairs="$pairs;16384 28672 4096|--load tma|--m-tiles 16|--m-tiles 24|fp8;16384 8192 8192|--load tma|--m-tiles 32|--m-tiles 24|int8"
+  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-200}" bash bench/ab_flags.sh
+  PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec fp8 --peer fp8 --load tma --m-tiles 24 \
     --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   exit 0
 fi

@@ -863,6 +863,12 @@ START_TEST(tma_kernel_matches_reference)
         {"a=s8,w=int4,ws=f32,g=0", 100, 256, 8, 4, 0},
         {"a=s8,w=int4,ws=f32,g=0,out=f16", 100, 384, 8, 3, 0},
         {"int8", 100, 384, 8, 3, 0},
+        /* 192-token tiles (fp8 without the late loop: its sums and one product set fill the registers),
+         * M past one tile and 3 or 4 tiles of K; int8 and 16-bit activations at 24 m-tiles too */
+        {"fp8,bias=1", 300, 384, 24, 3, 0},
+        {"fp8,out=f16", 100, 512, 24, 4, 0},
+        {"int8", 300, 512, 24, 3, 0},
+        {"w4a16", 300, 512, 24, 3, 0},
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
@@ -897,6 +903,7 @@ START_TEST(tma_cluster_matches_reference)
     static const tma_case cases[] = {
         {"fp8", 300, 512, 4, 3, 0},
         {"fp8,out=f16,bias=1", 100, 384, 8, 4, 0},
+        {"fp8", 500, 512, 24, 3, 0},
         {"int8", 100, 512, 16, 3, 0},
         {"w4a16", 300, 512, 4, 3, 0},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4, 0},
