@@ -413,6 +413,7 @@ if expect 0 "selftest --list" "" -- $W selftest --list; then
                                     $5 == "--mma,wgmma,--load,tma,--cluster,2" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,4" ||
                                     $5 == "--mma,wgmma,--load,tma,--m-tiles,24" ||
+                                    $5 == "--mma,wgmma,--load,tma,--m-tiles,24,--persistent" ||
                                     $5 == "--mma,wgmma,--load,tma,--cluster,1" ||
                                     $5 == "--mma,mma.sync,--warps-k,2,--k-slices,4" ||
                                     $5 == "--split-k,2"))) { bad = 1 }

@@ -869,6 +869,7 @@ START_TEST(tma_kernel_matches_reference)
         {"fp8,out=f16", 100, 512, 24, 4, 0},
         {"int8", 300, 512, 24, 3, 0},
         {"w4a16", 300, 512, 24, 3, 0},
+        {"fp8,out=f16,bias=1", 500, 384, 24, 3, 1}, /* persistent: 3 blocks, 2 strips x 3 token tiles */
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
@@ -904,6 +905,7 @@ START_TEST(tma_cluster_matches_reference)
         {"fp8", 300, 512, 4, 3, 0},
         {"fp8,out=f16,bias=1", 100, 384, 8, 4, 0},
         {"fp8", 500, 512, 24, 3, 0},
+        {"fp8,bias=1", 500, 512, 24, 3, 1},
         {"int8", 100, 512, 16, 3, 0},
         {"w4a16", 300, 512, 4, 3, 0},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 8, 4, 0},
