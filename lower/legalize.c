@@ -196,15 +196,15 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "
                                            "shared memory, where they are s4", wb_mma_name(c->mma));
-    /* fp8 weights by descriptor on the TMA pipeline: 192 tokens too, with one slice product set (no late
-     * loop, lower_gemm.c) */
-    int wide_fp8 = c->m_tiles == 24 && wb_w8_smem_operand(f, t->arch) && c->load == WB_LOAD_TMA;
-    if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f) && !wide_fp8)
+    /* per-channel W8A8 on the TMA pipeline: 192 tokens too, with one slice product set (fp8 weights by
+     * descriptor: no late loop, lower_gemm.c; int4 widened: the A registers' pp loop) */
+    int wide = c->m_tiles == 24 && c->load == WB_LOAD_TMA && !f->g && !f->ag;
+    if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f) && !wide)
         return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles %d or fewer (its registers hold the f32 sums "
                                            "and each k128 slice's product%s; got %d)%s",
                        f->ag ? "W8A8 with activation groups" : wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups",
                        wb_format_w8a8_max_mtiles(f), f->ag ? ", and the slice's token scales" : "", c->m_tiles,
-                       wb_w8_smem_operand(f, t->arch) ? ", or 24 on the TMA pipeline" : "");
+                       !f->g && !f->ag ? ", or 24 on the TMA pipeline" : "");
     if (c->mma == WB_MMA_WGMMA && !(t->features & WB_FEAT_WGMMA))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s has no wgmma (sm_90a only)", t->name);
     if (c->persistent && c->load != WB_LOAD_TMA)

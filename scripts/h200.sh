@@ -35,7 +35,8 @@
 #                                       then fp8 on quads beside torch._scaled_mm
 #   scripts/h200.sh tile192             the selftest of the kernels the ledger lacks, then fp8's 192-token
 #                                       tiles (--m-tiles 24) in persistent blocks beside plain ones
-#                                       (bench/ab_flags.sh: M = 4096, 16384 and on 28672 x 4096), then fp8
+#                                       (bench/ab_flags.sh: M = 4096, 16384 and on 28672 x 4096), W4A8 on
+#                                       192-token tiles beside 128-token ones (M = 16384), then fp8
 #                                       and W4A8 as picked, and fp8 persistent, beside torch._scaled_mm
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
@@ -373,6 +374,7 @@ if [ "$mode" = tile192 ]; then # pending kernels; fp8's 192-token tiles persiste
   pairs="16384 8192 8192|--load tma --m-tiles 24|--cluster 2|--persistent --cluster 2|fp8"
   pairs="$pairs;4096 8192 8192|--load tma --m-tiles 24|--cluster 2|--persistent --cluster 2|fp8"
   pairs="$pairs;16384 28672 4096|--load tma --m-tiles 24|--cluster 2|--persistent --cluster 2|fp8"
+  pairs="$pairs;16384 8192 8192|--load tma|--m-tiles 16|--m-tiles 24|a=e4m3,w=int4,ws=f32,g=0"
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-200}" bash bench/ab_flags.sh
   # the heuristic's fp8 and W4A8 (e4m3 x int4) beside torch._scaled_mm in one process, then fp8 persistent
   for run in "auto 0" "tma-persistent 24"; do

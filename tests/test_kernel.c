@@ -934,8 +934,11 @@ START_TEST(fp8_wide_tiles)
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.m_tiles = 24, .load = WB_LOAD_CP_ASYNC}, &ptx),
                      WB_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(wb_last_error(), "or 24 on the TMA pipeline"));
-    ck_assert_int_eq(ptx_for("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A, (wb_config){.m_tiles = 24}, &ptx),
-                     WB_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ptx_for("a=e4m3,w=int4,ws=f32,g=128", WB_ARCH_SM90A, (wb_config){.m_tiles = 24}, &ptx),
+                     WB_ERR_UNSUPPORTED); /* groups: their factors are registers too */
+    ck_assert_int_eq(ptx_for("a=e4m3,w=int4,ws=f32,g=0", WB_ARCH_SM90A,
+                             (wb_config){.m_tiles = 24, .load = WB_LOAD_TMA}, &ptx), WB_OK);
+    free(ptx);
 }
 END_TEST
 

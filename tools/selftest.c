@@ -228,8 +228,9 @@ static int plan_tma(plan *p, int quick, int arch)
             if (!quick || i == 0)
                 if (!(rc = plan_add(p, specs[s], i ? 4096 : 300, 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 5;
-        /* 192-token tiles (--m-tiles 24; fp8 without the late loop): a tail token tile at 1000 */
-        for (int i = 0; (s == 0 || s == FIRST_8BIT || s == FIRST_8BIT + 1) && i < 2 && !rc; i++)
+        /* 192-token tiles (--m-tiles 24; fp8 without the late loop, W4A8's pp loop): a tail token tile
+         * at 1000 */
+        for (int i = 0; (s == 0 || s == FIRST_8BIT || s == FIRST_8BIT + 1 || s == FIRST_8BIT + 2) && i < 2 && !rc; i++)
             if (!quick || i == 0)
                 if (!(rc = plan_add(p, specs[s], i ? 4096 : 1000, 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 6;
