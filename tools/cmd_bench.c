@@ -146,7 +146,7 @@ static int config_legal(bench *b, wb_config *cfg)
  * each of the first two. Choices given on the command line stay fixed. */
 static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
-    static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 32}, wns[] = {1, 2, 4, 8},
+    static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 24, 32}, wns[] = {1, 2, 4, 8},
                      wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
     /* wgmma's load paths: cp.async, TMA as the heuristic takes it (clusters of two where the tiles pair
      * up), TMA in single blocks; then the first two split along K */
@@ -155,7 +155,7 @@ static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void 
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     int tried = 0;
     for (int mi = 0; mi < 2; mi++)
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < (int)(sizeof mts / sizeof mts[0]); i++)
         for (int j = 0; j < 4; j++)
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++)
