@@ -30,25 +30,32 @@ typedef struct plan_case {
     int64_t m, n, k;
     int full;      /* compare every element */
     int invariant; /* batch-invariant mode: rows of M = m must match rows of M = INVARIANT_M bitwise */
-    int tma;       /* forced: wgmma with the activations by TMA (--load tma); 2: persistent too; 3: in
-                    * clusters of two blocks sharing the activation tile (--cluster 2); 4: both; 5: in
-                    * clusters of four sharing activation and weight tiles (--cluster 4); 6: 192-token tiles
-                    * (--m-tiles 24); 7: the same in persistent blocks (--persistent, clusters of two) */
+    int tma;       /* forced: the TMA pipeline in the variant tma_variants[tma] (0: not forced) */
     int slices;    /* forced: mma.sync, two warps along K taking four k64 slices each (--k-slices 4) */
     int split;     /* forced: pairs of blocks each taking half of K (--split-k 2) */
 } plan_case;
+
+/* The forced variants of the TMA pipeline (plan_case.tma): the choices as CLI words, the config fields
+ * they set (cluster 0: the heuristic's), and the label of the result line. */
+static const struct tma_variant {
+    const char *choices;
+    int persistent, cluster, m_tiles;
+    const char *label;
+} tma_variants[] = {
+    [1] = {"--mma,wgmma,--load,tma,--cluster,1", 0, 1, 0, " (TMA loads)"},
+    [2] = {"--mma,wgmma,--load,tma,--persistent,--cluster,1", 1, 1, 0, " (TMA, persistent)"},
+    [3] = {"--mma,wgmma,--load,tma,--cluster,2", 0, 2, 0, " (TMA, cluster of 2)"},
+    [4] = {"--mma,wgmma,--load,tma,--persistent,--cluster,2", 1, 2, 0, " (TMA, persistent, cluster of 2)"},
+    [5] = {"--mma,wgmma,--load,tma,--cluster,4", 0, 4, 0, " (TMA, cluster of 4)"},
+    [6] = {"--mma,wgmma,--load,tma,--m-tiles,24", 0, 0, 24, " (TMA, 192-token tiles)"},
+    [7] = {"--mma,wgmma,--load,tma,--m-tiles,24,--persistent", 1, 0, 24, " (TMA, 192-token tiles, persistent)"},
+};
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
 static const char *case_choices(const plan_case *c)
 {
     return c->invariant ? "--batch-invariant"
-           : c->tma == 7 ? "--mma,wgmma,--load,tma,--m-tiles,24,--persistent"
-           : c->tma == 6 ? "--mma,wgmma,--load,tma,--m-tiles,24"
-           : c->tma == 5 ? "--mma,wgmma,--load,tma,--cluster,4"
-           : c->tma == 4 ? "--mma,wgmma,--load,tma,--persistent,--cluster,2"
-           : c->tma == 3 ? "--mma,wgmma,--load,tma,--cluster,2"
-           : c->tma == 2 ? "--mma,wgmma,--load,tma,--persistent,--cluster,1"
-           : c->tma     ? "--mma,wgmma,--load,tma,--cluster,1"
+           : c->tma     ? tma_variants[c->tma].choices
            : c->slices  ? "--mma,mma.sync,--warps-k,2,--k-slices,4"
            : c->split   ? "--split-k,2"
                         : "";
@@ -461,9 +468,11 @@ static int ledger_has(FILE *fp, const char *sha)
 static wb_config case_forced(const plan_case *pc)
 {
     wb_config c = {.batch_invariant = pc->invariant};
-    if (pc->tma)
-        c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = pc->tma == 2 || pc->tma == 4 || pc->tma == 7,
-        c.cluster = pc->tma == 5 ? 4 : pc->tma >= 6 ? 0 : pc->tma >= 3 ? 2 : 1, c.m_tiles = pc->tma >= 6 ? 24 : 0;
+    if (pc->tma) {
+        const struct tma_variant *v = &tma_variants[pc->tma];
+        c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = v->persistent, c.cluster = v->cluster,
+        c.m_tiles = v->m_tiles;
+    }
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;
     if (pc->split)
@@ -873,13 +882,8 @@ static void run_case(selftest *t, const plan_case *pc, int index, int twice)
         t->failed++;
     printf("%s %s m=%lld n=%lld k=%lld%s %s err=%.3e%s%s\n", ok ? "ok  " : "FAIL", pc->spec,
            (long long)pc->m, (long long)pc->n, (long long)pc->k,
-           pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" : pc->tma == 7 ? " (TMA, 192-token tiles, persistent)" :
-           pc->tma == 6 ? " (TMA, 192-token tiles)" :
-           pc->tma == 5 ? " (TMA, cluster of 4)" :
-           pc->tma == 4 ? " (TMA, persistent, cluster of 2)" :
-           pc->tma == 3 ? " (TMA, cluster of 2)" :
-           pc->tma == 2 ? " (TMA, persistent)" :
-           pc->tma ? " (TMA loads)" :
+           pc->invariant ? " (batch-invariant: rows bitwise equal at M 300)" :
+           pc->tma ? tma_variants[pc->tma].label :
            pc->slices ? " (k_slices 4)" :
            pc->split ? " (split K, pairs)" :
            twice ? " (twice, bitwise)" : "",
