@@ -97,6 +97,13 @@ pending_selftest() {
   { time step "$1" build/warble selftest --pending --ledger "$OUT/ledger.tsv"; } >"$OUT/selftest.log" 2>&1
   echo "selftest exit $?"; grep -E "^FAIL" "$OUT/selftest.log" | head; tail -4 "$OUT/selftest.log"
 }
+# bench/warble_peers.py under a time limit: its JSON lines into peers.jsonl, its log into peers.log (the
+# log's tail on stdout if it fails).   usage: peers LIMIT ARGS...
+peers() {
+  local limit=$1; shift
+  PYTHONUNBUFFERED=1 step "$limit" python3 bench/warble_peers.py "$@" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 ||
+    tail -5 "$LOGS/peers.log"
+}
 # the SM clock, power and temperature every 200 ms through the whole call (is a long large-M run
 # slowed by the clock? docs/perf.md), stopped and packed at exit
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
@@ -228,8 +235,7 @@ if [ "$mode" = groups ]; then # pending kernels; this build beside $BASE (W4A8 d
   PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --copy-ceiling --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
     --m 256 --out "$LOGS/peers.jsonl" >"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
   for spec in fp8 w4a8-fp8; do
-    PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec $spec --peer fp8 --shapes 8192x8192 --m 1,16 \
-      --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers 60 --spec $spec --peer fp8 --shapes 8192x8192 --m 1,16
   done
   python3 bench/report.py "$LOGS/peers.jsonl" 2>&1 | tee "$LOGS/peers.md"
   step 60 ncu --clock-control none -k wb_gemm --launch-skip 20 --launch-count 1 --section SpeedOfLight \
@@ -310,8 +316,7 @@ if [ "$mode" = peers ]; then # the kernels the ledger lacks, then large M beside
   for run in "w4a16 f16 auto 256,1024,4096,16384" "w4a16 f16 tma 256,1024,4096,16384" \
              "fp8 fp8 auto 16,256,4096,16384" "int8 int8 auto 16,256,4096,16384" "w4a8-fp8 fp8 auto 1,16,4096,16384"; do
     read -r spec peer load ms <<<"$run"
-    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load "$load" \
-      --shapes 8192x8192 --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers 75 --spec "$spec" --peer "$peer" --load "$load" --shapes 8192x8192 --m "$ms"
   done
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
@@ -350,9 +355,7 @@ if [ "$mode" = stages ]; then # the kernels the ledger lacks; the TMA pipeline b
   IFS=';' read -r -a runs <<<"${PEER_RUNS:-fp8 fp8 4096,16384;w4a16 f16 4096,16384;int8 int8 16384}"
   for run in "${runs[@]}"; do
     read -r spec peer ms shapes secs <<<"$run"
-    PYTHONUNBUFFERED=1 step "${secs:-75}" python3 bench/warble_peers.py --spec "$spec" --peer "$peer" \
-      --shapes "${shapes:-8192x8192}" --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 ||
-      tail -5 "$LOGS/peers.log"
+    peers "${secs:-75}" --spec "$spec" --peer "$peer" --shapes "${shapes:-8192x8192}" --m "$ms"
   done
   exit 0
 fi
@@ -365,8 +368,7 @@ if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters 
   pairs="$pairs;16384 8192 8192|--load tma|--cluster 2|--cluster 4|a=e4m3,w=int4,ws=f32,g=0"
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-270}" bash bench/ab_flags.sh
   # fp8 on quads beside torch._scaled_mm in one process (graph replays)
-  PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec fp8 --peer fp8 --load tma-quad \
-    --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+  peers 90 --spec fp8 --peer fp8 --load tma-quad --shapes 8192x8192 --m 4096,16384
   exit 0
 fi
 if [ "$mode" = tile192 ]; then # pending kernels; fp8's 192-token tiles persistent or not; beside torch
@@ -380,8 +382,7 @@ if [ "$mode" = tile192 ]; then # pending kernels; fp8's 192-token tiles persiste
   for run in "auto 0" "tma-persistent 24"; do
     read -r load mt <<<"$run"
     specs="fp8"; [ "$load" = auto ] && specs="fp8;a=e4m3,w=int4,ws=f32,g=0"
-    PYTHONUNBUFFERED=1 step 90 python3 bench/warble_peers.py --spec "$specs" --peer fp8 --load "$load" --m-tiles "$mt" \
-      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers 90 --spec "$specs" --peer fp8 --load "$load" --m-tiles "$mt" --shapes 8192x8192 --m 4096,16384
   done
   exit 0
 fi
@@ -394,8 +395,7 @@ if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their 
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-260}" bash bench/ab_flags.sh
   for run in "fp8 fp8 auto" "fp8 fp8 tma-persistent" "w4a16 f16 auto" "w4a16 f16 tma-persistent"; do
     read -r spec peer load <<<"$run"
-    PYTHONUNBUFFERED=1 step 75 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load "$load" \
-      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers 75 --spec "$spec" --peer "$peer" --load "$load" --shapes 8192x8192 --m 4096,16384
   done
   exit 0
 fi
@@ -413,8 +413,7 @@ if [ "$mode" = persist ]; then # the kernels the ledger lacks, the TMA variants 
   done
   for load in tma tma-persistent; do # beside torch f16 in one process (graph replays)
     torch=(); [ $load = tma-persistent ] && torch=(--no-torch)
-    PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec w4a16 --load $load "${torch[@]}" \
-      --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers 60 --spec w4a16 --load $load "${torch[@]}" --shapes 8192x8192 --m 4096,16384
   done
   exit 0
 fi
@@ -426,8 +425,7 @@ if [ "$mode" = cluster ]; then # the kernels the ledger lacks, then TMA beside T
     read -r spec peer <<<"$run"
     for load in tma tma-cluster; do
       torch=(); [ $load = tma-cluster ] && torch=(--no-torch)
-      PYTHONUNBUFFERED=1 step 60 python3 bench/warble_peers.py --spec $spec --peer $peer --load $load "${torch[@]}" \
-        --shapes 8192x8192 --m 4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+      peers 60 --spec $spec --peer $peer --load $load "${torch[@]}" --shapes 8192x8192 --m 4096,16384
     done
   done
   exit 0
@@ -436,8 +434,7 @@ if [ "$mode" = picks ]; then # the kernels the ledger lacks, then the heuristic'
   pending_selftest 150
   for run in "w4a16 f16 256,4096,16384 100" "fp8 fp8 4096,16384 60" "int8 int8 4096,16384 60"; do
     read -r spec peer ms limit <<<"$run"
-    PYTHONUNBUFFERED=1 step "$limit" python3 bench/warble_peers.py --spec $spec --peer $peer --shapes 8192x8192 \
-      --m "$ms" --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 || tail -5 "$LOGS/peers.log"
+    peers "$limit" --spec $spec --peer $peer --shapes 8192x8192 --m "$ms"
   done
   exit 0
 fi
@@ -448,9 +445,7 @@ if [ "$mode" = tma ]; then
     torch=(); [ $load = tma ] && torch=(--no-torch)
     for sp in "w4a16 f16" "fp8 fp8" "int8 int8"; do
       read -r spec peer <<<"$sp"
-      PYTHONUNBUFFERED=1 step 100 python3 bench/warble_peers.py --spec "$spec" --peer "$peer" --load $load \
-        "${torch[@]}" --shapes 8192x8192 --m 256,4096,16384 --out "$LOGS/peers.jsonl" >>"$LOGS/peers.log" 2>&1 ||
-        tail -5 "$LOGS/peers.log"
+      peers 100 --spec "$spec" --peer "$peer" --load $load "${torch[@]}" --shapes 8192x8192 --m 256,4096,16384
     done
   done
   exit 0
