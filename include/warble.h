@@ -188,7 +188,8 @@ WB_API wb_isa_status wb_isa_get(wb_arch arch, int family);
 
 /* Instruction choices and tile sizes. Zero fields mean "let warble choose". */
 typedef struct wb_config {
-    int m_tiles;   /* 8-token tiles per warp (1, 2, 4, 8) */
+    int m_tiles;   /* 8-token tiles per warp: mma.sync 1, 2, 4, 8; wgmma and tcgen05 up to 32, a power of
+                    * two, or 24 (192 tokens) on wgmma's TMA pipeline */
     int warps_n;   /* warps along N, each owning 16 output channels */
     int warps_k;   /* warps splitting K inside a block, reduced in f32 in shared memory */
     int stages;    /* pipeline stages (1 = no pipelining) */
