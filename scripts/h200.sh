@@ -68,12 +68,13 @@
 #                                       on 8192 x 8192 and 28672 x 4096 (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
-#   scripts/h200.sh sweep m1|m16|formats|wide|w4a8  `warble bench --sweep` of the decode configs with
+#   scripts/h200.sh sweep m1|m16|formats|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs with
 #                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
-#                                       M = 1 and 16 (w4a8); JSON lines in
-#                                       $OUT/logs.tar.gz
+#                                       M = 1 and 16 (w4a8), W4A16 on the suite shapes at M = 256 and 1024
+#                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one);
+#                                       JSON lines in $OUT/logs.tar.gz
 # Every step writes straight into $LOGS, line-buffered and under its own time limit.
 set -uo pipefail
 mode=${1:-validate}
@@ -130,7 +131,15 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
           OUT=$LOGS/$part/m$m step 250 bench/decode_sweep.sh "a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" \
             8192x8192,28672x4096,4096x14336,6144x4096 "--m $m --mma mma.sync --m-tiles $((m < 9 ? 1 : 2))"
         done ;;
-  *) echo "sweep part: m1, m16, formats, wide or w4a8"; exit 2 ;;
+  mid|big) # the suite at large M (issue 4: the heuristic within 10% of the best): every wgmma config at
+           # M = 256 and 1024 (mid), every TMA one at M = 4096 and 16384 (big: the cp.async wgmma kernel
+           # lost to TMA there by 5-16% in every earlier A/B, docs/perf.md)
+    ms="256 1024" extra="--mma wgmma"; [ $part = big ] && ms="4096 16384" extra="--mma wgmma --load tma"
+    for m in $ms; do
+      OUT=$LOGS/$part/m$m step 280 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
+        "--m $m $extra"
+    done ;;
+  *) echo "sweep part: m1, m16, formats, wide, w4a8, mid or big"; exit 2 ;;
   esac | tee "$LOGS/sweep-$part.md"
   pack
   exit 0
