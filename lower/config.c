@@ -195,8 +195,9 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     /* fp8 weights by descriptor on the TMA pipeline: 192-token tiles (wgmma N = 192, one slice product
      * set: no late loop) where they pad M by at most 4% more than 128-token ones and still make one and
      * a half waves. Each k128 slice then moves 104 KB through shared memory for 1.5 times the work of
-     * the 128-token tile's 80 KB (docs/perf.md). On an H100 (2026-12-07, two rounds): 1.079x at
-     * M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096. */
+     * the 128-token tile's 80 KB (docs/perf.md). On an H100 (2026-12-07, events, interleaved): 1.079x
+     * at M = 16384 (two rounds) and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096.
+     * Not with --persistent (1.027x faster still there, but not yet through selftest). */
     wb_config wide = *c;
     wide.m_tiles = 24;
     if (!asked.m_tiles && !asked.persistent && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA &&

@@ -1458,6 +1458,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.rot = 0;
     L.ss = L.wg && wb_w8_smem_operand(&k->fmt, t->arch);
     L.pp = L.rot && L.w8a8 && !L.ss;
+    /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
