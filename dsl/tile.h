@@ -92,7 +92,7 @@ static inline int wb_format_w8a8_slice_sums(const wb_format *f)
 
 /* The widest wgmma tile of a W8A8 format, in m-tiles of 8 tokens: 256 tokens with one tile of sums;
  * 128 with slice sums (two tiles); 64 with activation scales per group, whose 2 x m_tiles factors per
- * slice are registers too. */
+ * slice are registers too. (Per channel, the TMA pipeline also takes 192 tokens: lower/legalize.c.) */
 static inline int wb_format_w8a8_max_mtiles(const wb_format *f)
 {
     return !wb_format_w8a8_slice_sums(f) ? 32 : f->ag ? 8 : 16;

@@ -196,10 +196,12 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "W4A4 (a=s4, w=int4) runs on mma.sync (the native s4 MMA, or s8 with both "
                                            "operands widened in registers); --mma %s reads the activations from "
                                            "shared memory, where they are s4", wb_mma_name(c->mma));
-    /* per-channel W8A8 on the TMA pipeline: 192 tokens too, with one slice product set (fp8 weights by
-     * descriptor: no late loop, lower_gemm.c; int4 widened: the A registers' pp loop) */
-    int wide = c->m_tiles == 24 && c->load == WB_LOAD_TMA && !f->g && !f->ag;
-    if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f) && !wide)
+    /* 192-token tiles (wgmma N = 192): the TMA pipeline's only width that is not a power of two; per-channel
+     * W8A8 takes it too, with one slice product set (fp8 weights by descriptor: no late loop,
+     * lower_gemm.c; int4 widened: the A registers' pp loop) */
+    int tiles192 = c->m_tiles == 24 && c->load == WB_LOAD_TMA;
+    if (wb_format_w8a8(f) && c->mma == WB_MMA_WGMMA && c->m_tiles > wb_format_w8a8_max_mtiles(f) &&
+        !(tiles192 && !f->g && !f->ag))
         return wb_fail(WB_ERR_UNSUPPORTED, "%s on wgmma needs m_tiles %d or fewer (its registers hold the f32 sums "
                                            "and each k128 slice's product%s; got %d)%s",
                        f->ag ? "W8A8 with activation groups" : wb_format_w8a8_fp8(f) ? "fp8" : "W8A8 with weight groups",
@@ -264,7 +266,7 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         if (c->load == WB_LOAD_TMA && (c->warps_k != 1 || wb_config_ks(c) != 1))
             return wb_fail(WB_ERR_UNSUPPORTED, "--load tma copies one slice per stage: it needs warps_k 1 and "
                                                "k_slices 1 (got %d and %d)", c->warps_k, wb_config_ks(c));
-        if (!pow2_in(c->m_tiles, 1, 32) && !(c->m_tiles == 24 && c->load == WB_LOAD_TMA))
+        if (!pow2_in(c->m_tiles, 1, 32) && !tiles192)
             return wb_fail(WB_ERR_UNSUPPORTED, "--mma wgmma needs m_tiles 1, 2, 4, 8, 16 or 32 (wgmma N = 8 to "
                                                "256 tokens), or 24 on the TMA pipeline; got %d", c->m_tiles);
     } else if (!pow2_in(c->m_tiles, 1, 8)) {
