@@ -193,17 +193,20 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
            wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
         c->warps_k *= 2;
     /* fp8 weights by descriptor on the TMA pipeline: 192-token tiles (wgmma N = 192, one slice product
-     * set: no late loop) where they pad M by at most 4% more than 128-token ones and still make one and
-     * a half waves. Each k128 slice then moves 104 KB through shared memory for 1.5 times the work of
-     * the 128-token tile's 80 KB (docs/perf.md). On an H100 (2026-12-07, events, interleaved): 1.079x
-     * at M = 16384 (two rounds) and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096.
-     * Not with --persistent (1.027x faster still there, but not yet through selftest). */
+     * set: no late loop) in persistent blocks, where they pad M by at most 4% more than 128-token ones
+     * and still make one and a half waves. Each k128 slice then moves 104 KB through shared memory for
+     * 1.5 times the work of the 128-token tile's 80 KB (docs/perf.md). On an H100 (events, interleaved,
+     * two rounds each): 192 against 128 tokens 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192,
+     * 1.097x at 16384 on 28672 x 4096 (2026-12-07); persistent against not, both at 192 tokens in
+     * clusters of two, 1.019x, 1.025x and 1.070x there (2026-12-14). Also where --persistent is asked. */
     wb_config wide = *c;
     wide.m_tiles = 24;
-    if (!asked.m_tiles && !asked.persistent && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA &&
-        c->m_tiles == 16 && c->warps_n == 8 && wb_w8_smem_operand(f, t->arch) &&
-        (m + 191) / 192 * 192 * 100 <= (m + 127) / 128 * 128 * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms)
+    if (!asked.m_tiles && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA && c->m_tiles == 16 &&
+        c->warps_n == 8 && wb_w8_smem_operand(f, t->arch) &&
+        (m + 191) / 192 * 192 * 100 <= (m + 127) / 128 * 128 * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
+        c->persistent = 1;
+    }
     if (!c->stages)
         c->stages = wgmma_stages(t, f, c, m, n);
     /* The TMA pipeline in clusters of two wherever the channel tiles pair up and the activation tile

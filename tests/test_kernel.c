@@ -460,10 +460,10 @@ START_TEST(persistent_grid)
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &plain), WB_OK);
         ck_assert_int_eq(c.load, WB_LOAD_TMA);
         /* the epilogue's staged output tile has its own place beside the stages: a stage fewer where
-         * both do not fit; fp8's 192-token tiles are not picked for persistent blocks (measured faster,
-         * not yet run through selftest with them: docs/perf.md) */
-        ck_assert(c.m_tiles == (plain.m_tiles == 24 ? 16 : plain.m_tiles) && c.warps_n == plain.warps_n &&
-                  (c.stages <= plain.stages || c.m_tiles != plain.m_tiles) && c.stages >= 3);
+         * both do not fit; fp8's 192-token tiles are persistent unasked */
+        ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages <= plain.stages &&
+                  c.stages >= 3);
+        ck_assert_int_eq(plain.persistent, plain.m_tiles == 24);
         ck_assert_int_eq(c.cluster, plain.cluster);
         ck_assert_int_eq(c.cluster, i == 1 ? 0 : 2);
         wb_launch_dims d, dp;
@@ -905,9 +905,10 @@ START_TEST(fp4_acts_per_architecture)
 }
 END_TEST
 
-/* fp8 (weights by descriptor) on the TMA pipeline takes 192-token tiles where they pad M by at most
- * 4% more than 128-token ones and make one and a half waves; not where a choice that changes the
- * kernel around them was asked, and never for W4A8 (its A registers) or int8 (256 tokens). */
+/* fp8 (weights by descriptor) on the TMA pipeline takes 192-token tiles in persistent blocks where they
+ * pad M by at most 4% more than 128-token ones and make one and a half waves; not where a choice that
+ * changes the kernel around them was asked (--persistent does not), and never for W4A8 (its A
+ * registers) or int8 (256 tokens). */
 START_TEST(fp8_wide_tiles)
 {
     static const struct { const char *spec; int64_t m, n; wb_config asked; int mt; } cases[] = {
@@ -917,8 +918,9 @@ START_TEST(fp8_wide_tiles)
         {"fp8", 16384, 28672, {0}, 24},
         {"fp8", 1024, 8192, {0}, 16},  /* 1152 padded rows against 1024 */
         {"fp8", 256, 8192, {0}, 16},
-        {"fp8", 16384, 8192, {.persistent = 1}, 16},
+        {"fp8", 16384, 8192, {.persistent = 1}, 24},
         {"fp8", 16384, 8192, {.cluster = 1}, 16},
+        {"fp8", 16384, 8192, {.cluster = 2}, 16},
         {"fp8", 16384, 8192, {.load = WB_LOAD_CP_ASYNC}, 16},
         {"fp8", 16384, 8192, {.m_tiles = 8}, 8},
         {"a=e4m3,w=int4,ws=f32,g=0", 16384, 8192, {0}, 16},
@@ -929,6 +931,7 @@ START_TEST(fp8_wide_tiles)
         wb_config c = cases[i].asked;
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &c), WB_OK);
         ck_assert_msg(c.m_tiles == cases[i].mt, "case %zu: m_tiles %d", i, c.m_tiles);
+        ck_assert_int_eq(c.persistent, c.m_tiles == 24); /* 192-token tiles in persistent blocks */
     }
     char *ptx = NULL;
     ck_assert_int_eq(ptx_for("fp8", WB_ARCH_SM90A, (wb_config){.m_tiles = 24, .load = WB_LOAD_CP_ASYNC}, &ptx),
