@@ -192,18 +192,22 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
            k % (slice_k * c->warps_k * 2) == 0 &&
            wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
         c->warps_k *= 2;
-    /* fp8 weights by descriptor on the TMA pipeline: 192-token tiles (wgmma N = 192, one slice product
-     * set: no late loop) in persistent blocks, where they pad M by at most 4% more than 128-token ones
-     * and still make one and a half waves. Each k128 slice then moves 104 KB through shared memory for
-     * 1.5 times the work of the 128-token tile's 80 KB (docs/perf.md). On an H100 (events, interleaved,
-     * two rounds each): 192 against 128 tokens 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192,
-     * 1.097x at 16384 on 28672 x 4096 (2026-12-07); persistent against not, both at 192 tokens in
-     * clusters of two, 1.019x, 1.025x and 1.070x there (2026-12-14). Also where --persistent is asked. */
+    /* 192-token tiles (wgmma N = 192) in persistent blocks on the TMA pipeline, in place of fp8's and
+     * e4m3 x int4's 128-token tiles and W4A16's 256-token ones, where they pad M by at most 4% more and
+     * still make one and a half waves. fp8 by descriptor holds one slice product set there (no late
+     * loop), and each k128 slice moves 104 KB through shared memory for 1.5 times the work of the
+     * 128-token tile's 80 KB (docs/perf.md). On an H100, events, interleaved, two rounds each:
+     * 192 against 128 tokens, fp8 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at
+     * 16384 on 28672 x 4096 (2026-12-07); persistent against not, 1.019x, 1.025x and 1.070x there; e4m3
+     * x int4 192 against 128 tokens 1.091x at M = 16384 and 1.056x at 4096, persistent even (1.003x);
+     * W4A16 on persistent 192-token tiles 1.063x its 256-token ones beside torch (graph replays, M =
+     * 16384, 8192 x 8192; 2026-12-14). Also where only --persistent is asked. */
+    int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;
     wb_config wide = *c;
     wide.m_tiles = 24;
-    if (!asked.m_tiles && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA && c->m_tiles == 16 &&
-        c->warps_n == 8 && wb_w8_smem_operand(f, t->arch) &&
-        (m + 191) / 192 * 192 * 100 <= (m + 127) / 128 * 128 * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
+    int64_t pad = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles) * (8 * c->m_tiles);
+    if (!asked.m_tiles && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA && c->m_tiles == wide_from &&
+        c->warps_n == 8 && (m + 191) / 192 * 192 * 100 <= pad * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
         c->persistent = 1;
     }

@@ -33,11 +33,11 @@
 #                                       beside clusters of two (bench/ab_flags.sh: fp8 at M = 4096 and 16384,
 #                                       W4A16 at 16384 and on the K = 4096 shapes, int8 and W4A8 at 16384),
 #                                       then fp8 on quads beside torch._scaled_mm
-#   scripts/h200.sh tile192             the selftest of the kernels the ledger lacks, fp8 and W4A8 as picked
-#                                       beside torch._scaled_mm, then W4A16 and W4A8 on 192-token tiles
-#                                       (--m-tiles 24) beside 128-token ones and in persistent blocks beside
-#                                       plain ones (bench/ab_flags.sh, M = 4096, 16384), W4A16 as picked and
-#                                       on persistent 192-token tiles beside torch f16
+#   scripts/h200.sh tile192             the selftest of the kernels the ledger lacks, W4A16 on persistent
+#                                       192-token tiles (the pick at large M) beside 256-token ones (the
+#                                       pick before; bench/ab_flags.sh, one round, M = 2048 to 16384 on the
+#                                       suite), W4A16 as picked beside torch f16 on the suite at M = 4096
+#                                       and 16384, fp8 and W4A8 as picked beside torch._scaled_mm
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -380,20 +380,17 @@ if [ "$mode" = quad ]; then # pending kernels; clusters of four beside clusters 
   peers 90 --spec fp8 --peer fp8 --load tma-quad --shapes 8192x8192 --m 4096,16384
   exit 0
 fi
-if [ "$mode" = tile192 ]; then # pending kernels; fp8 and W4A8 beside torch; 192-token tiles for W4A16 and W4A8
+if [ "$mode" = tile192 ]; then # pending kernels; W4A16's 192-token picks beside its 256-token ones; beside torch
   pending_selftest "${SELFTEST_S:-100}"
-  # fp8 and W4A8 (e4m3 x int4) as picked beside torch._scaled_mm in one process
-  peers 80 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
-  pairs="16384 8192 8192|--load tma|--m-tiles 16|--m-tiles 24|w4a16"
-  pairs="$pairs;16384 8192 8192|--load tma --m-tiles 24|--cluster 2|--persistent --cluster 2|w4a16"
-  pairs="$pairs;16384 8192 8192|--load tma --m-tiles 24|--cluster 2|--persistent --cluster 2|a=e4m3,w=int4,ws=f32,g=0"
-  pairs="$pairs;4096 8192 8192|--load tma|--m-tiles 16|--m-tiles 24|a=e4m3,w=int4,ws=f32,g=0"
-  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-2} step "${AB_S:-220}" bash bench/ab_flags.sh
-  # W4A16 as picked and on persistent 192-token tiles beside torch f16
-  for run in "auto 0" "tma-persistent 24"; do
-    read -r load mt <<<"$run"
-    peers 70 --spec w4a16 --peer f16 --load "$load" --m-tiles "$mt" --shapes 8192x8192 --m 16384
+  pairs=
+  for mnk in "16384 8192 8192" "4096 8192 8192" "2048 8192 8192" "16384 28672 4096" "4096 28672 4096" \
+    "16384 6144 4096" "16384 4096 14336"; do
+    pairs="$pairs${pairs:+;}$mnk|--load tma|--m-tiles 32|--m-tiles 24 --persistent|w4a16"
   done
+  OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-1} step "${AB_S:-200}" bash bench/ab_flags.sh
+  # W4A16 as picked beside torch f16 on the suite; fp8 and W4A8 (e4m3 x int4) as picked beside _scaled_mm
+  peers 100 --spec w4a16 --peer f16 --m 4096,16384
+  peers 60 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
