@@ -248,7 +248,7 @@ fi
 expect 0 "ptx --hash m list" "" -- $W ptx w4a16 --arch sm_90a --m 1,16,4096 --hash
 expect 2 "bf16 on sm_75 rejected" "" -- $W ptx w4a16,a=bf16,ws=bf16 --arch sm_75
 if expect 0 "ptx wgmma at large M" "" -- $W ptx w4a16 --arch sm_90a --m 4096 --n 8192 --k 8192 --hash; then
-    grep -q 'mma=wgmma\(,cluster=2\)\?$' "$tmp/out" || fail "M = 4096 on sm_90a does not pick wgmma: $(cat "$tmp/out")"
+    grep -q 'mma=wgmma\(,persistent=1\)\?\(,cluster=2\)\?$' "$tmp/out" || fail "M = 4096 on sm_90a does not pick wgmma: $(cat "$tmp/out")"
 fi
 if expect 0 "ptx --batch-invariant" "" -- $W ptx w4a16 --arch sm_90a --m 1,64,4096 --n 8192 --k 8192 \
     --batch-invariant --hash; then
