@@ -35,8 +35,8 @@
 #                                       then fp8 on quads beside torch._scaled_mm
 #   scripts/h200.sh tile192             the selftest of the kernels the ledger lacks, W4A16 on persistent
 #                                       192-token tiles (the pick at large M) beside 256-token ones (the
-#                                       pick before; bench/ab_flags.sh, one round, M = 2048 to 16384 on the
-#                                       suite), W4A16 as picked beside torch f16 on the suite at M = 4096
+#                                       pick before; bench/ab_flags.sh, one round, M = 4096 and 16384 on three
+#                                       suite shapes), W4A16 as picked beside torch f16 on the suite at M = 4096
 #                                       and 16384, fp8 and W4A8 as picked beside torch._scaled_mm
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
@@ -383,8 +383,7 @@ fi
 if [ "$mode" = tile192 ]; then # pending kernels; W4A16's 192-token picks beside its 256-token ones; beside torch
   pending_selftest "${SELFTEST_S:-100}"
   pairs=
-  for mnk in "16384 8192 8192" "4096 8192 8192" "2048 8192 8192" "16384 28672 4096" "4096 28672 4096" \
-    "16384 6144 4096" "16384 4096 14336"; do
+  for mnk in "16384 8192 8192" "4096 8192 8192" "16384 28672 4096" "4096 28672 4096" "16384 6144 4096"; do
     pairs="$pairs${pairs:+;}$mnk|--load tma|--m-tiles 32|--m-tiles 24 --persistent|w4a16"
   done
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-1} step "${AB_S:-200}" bash bench/ab_flags.sh
