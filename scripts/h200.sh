@@ -37,7 +37,7 @@
 #                                       192-token tiles (the pick at large M) beside 256-token ones (the
 #                                       pick before; bench/ab_flags.sh, one round, M = 4096 and 16384 on three
 #                                       suite shapes), W4A16 as picked beside torch f16 on the suite at M = 4096
-#                                       and 16384, fp8 and W4A8 as picked beside torch._scaled_mm
+#                                       and 16384, (FP8=1:) fp8 and W4A8 as picked beside torch._scaled_mm
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -389,7 +389,7 @@ if [ "$mode" = tile192 ]; then # pending kernels; W4A16's 192-token picks beside
   OUT=$LOGS PAIRS=${PAIRS:-$pairs} ROUNDS=${ROUNDS:-1} step "${AB_S:-200}" bash bench/ab_flags.sh
   # W4A16 as picked beside torch f16 on the suite; fp8 and W4A8 (e4m3 x int4) as picked beside _scaled_mm
   peers 100 --spec w4a16 --peer f16 --m 4096,16384
-  peers 60 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
+  [ -n "${FP8:-}" ] && peers 60 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
