@@ -199,17 +199,20 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * 128-token tile's 80 KB (docs/perf.md). On an H100, events, interleaved, two rounds each:
      * 192 against 128 tokens, fp8 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at
      * 16384 on 28672 x 4096 (2026-12-07); persistent against not, 1.019x, 1.025x and 1.070x there; e4m3
-     * x int4 192 against 128 tokens 1.091x at M = 16384 and 1.056x at 4096, persistent even (1.003x);
+     * x int4 192 against 128 tokens 1.091x at M = 16384 and 1.056x at 4096, persistent even (1.003x:
+     * it stays plain, where its A registers leave the epilogue of a bias room without spills);
      * W4A16 on persistent 192-token tiles 1.063x its 256-token ones beside torch (graph replays, M =
-     * 16384, 8192 x 8192; 2026-12-14). Also where only --persistent is asked. */
+     * 16384, 8192 x 8192; 2026-12-14). Also where only --persistent is asked (not for e4m3 x int4). */
     int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;
+    int a_regs8 = wide_from == 16 && !wb_w8_smem_operand(f, t->arch); /* e4m3 x int4: not persistent */
     wb_config wide = *c;
     wide.m_tiles = 24;
     int64_t pad = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles) * (8 * c->m_tiles);
-    if (!asked.m_tiles && !asked.cluster && !asked.split_k && c->load == WB_LOAD_TMA && c->m_tiles == wide_from &&
-        c->warps_n == 8 && (m + 191) / 192 * 192 * 100 <= pad * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
+    if (!asked.m_tiles && !asked.cluster && !asked.split_k && !(a_regs8 && asked.persistent) &&
+        c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 &&
+        (m + 191) / 192 * 192 * 100 <= pad * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
-        c->persistent = 1;
+        c->persistent = !a_regs8;
     }
     if (!c->stages)
         c->stages = wgmma_stages(t, f, c, m, n);
