@@ -241,8 +241,8 @@ static int plan_tma(plan *p, int quick, int arch)
             if (!quick || i == 0)
                 if (!(rc = plan_add(p, specs[s], i ? 4096 : 1000, 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 6;
-        /* 192-token tiles in persistent blocks (fp8's pick, measured faster: docs/perf.md; W4A16's
-         * and W4A8's forced): a tail at 2500 */
+        /* 192-token tiles in persistent blocks (fp8's and W4A16's pick at large M; W4A8's forced,
+         * docs/perf.md): a tail at 2500 */
         for (int i = 0; (s == 0 || s == FIRST_8BIT || s == FIRST_8BIT + 2) && i < 2 && !rc; i++)
             if (!quick || i == 0)
                 if (!(rc = plan_add(p, specs[s], i ? 4096 : 2500, 4096, 4096, 0)))
