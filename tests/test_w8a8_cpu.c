@@ -900,7 +900,8 @@ END_TEST
  * tiles: rows 64..127 of the second tile are past M, its second half wholly) past M, 16-bit and 8-bit
  * activations, fp8's two-level sums with a bias, s8, zero points. Persistent (--persistent): two pairs
  * walk the pairs of tiles, the stages running on across them (10 pairs of tiles: 5 each; 8: 4 each;
- * 2: one each), meeting once after their last. */
+ * 2: one each), meeting once after their last. 192-token tiles as the heuristic takes them at large M
+ * (16-bit activations of several formats in persistent pairs, e4m3 x int4 with a bias in plain ones). */
 START_TEST(tma_cluster_matches_reference)
 {
     static const tma_case cases[] = {
@@ -918,6 +919,12 @@ START_TEST(tma_cluster_matches_reference)
         {"w4a16", 300, 512, 8, 3, 1},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 100, 1024, 4, 4, 1},
         {"a=e4m3,w=int4,ws=f32,g=0", 300, 512, 8, 3, 1},
+        /* the heuristic's large-M picks on 192-token tiles: W4A16 formats persistent, W4A8 plain */
+        {"w4a16", 500, 512, 24, 3, 1},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int,bias=1", 500, 512, 24, 4, 1},
+        {"a=f16,w=int2,g=128", 500, 256, 24, 3, 1},
+        {"mxfp4", 500, 256, 24, 3, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1", 500, 384, 24, 3, 0},
     };
     run_tma_cases(cases, sizeof cases / sizeof cases[0], 512, 2);
 }
