@@ -192,17 +192,18 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
            k % (slice_k * c->warps_k * 2) == 0 &&
            wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
         c->warps_k *= 2;
-    /* 192-token tiles (wgmma N = 192) in persistent blocks on the TMA pipeline, in place of fp8's and
-     * e4m3 x int4's 128-token tiles and W4A16's 256-token ones, where they pad M by at most 4% more and
-     * still make one and a half waves. fp8 by descriptor holds one slice product set there (no late
-     * loop), and each k128 slice moves 104 KB through shared memory for 1.5 times the work of the
-     * 128-token tile's 80 KB (docs/perf.md). On an H100, events, interleaved, two rounds each:
-     * 192 against 128 tokens, fp8 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at
-     * 16384 on 28672 x 4096 (2026-12-07); persistent against not, 1.019x, 1.025x and 1.070x there; e4m3
-     * x int4 192 against 128 tokens 1.091x at M = 16384 and 1.056x at 4096, persistent even (1.003x:
-     * it stays plain, where its A registers leave the epilogue of a bias room without spills);
-     * W4A16 on persistent 192-token tiles 1.063x its 256-token ones beside torch (graph replays, M =
-     * 16384, 8192 x 8192; 2026-12-14). Also where only --persistent is asked (not for e4m3 x int4). */
+    /* 192-token tiles (wgmma N = 192) on the TMA pipeline where they pad M by at most 4% more than the
+     * tile they replace and still make one and a half waves: fp8 and e4m3 x int4 in place of 128-token
+     * tiles, 16-bit activations in place of 256-token ones. Per k128 slice, fp8's 128-token block
+     * moves 80 KB through shared memory (160 B a cycle at the MMA rate, against 128 served); the
+     * 192-token one moves 104 KB for 1.5 times the work and holds one slice product set (no late
+     * loop; docs/perf.md). On an H100 (events, interleaved, two rounds), 192 against 128 tokens: fp8
+     * 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096
+     * (2026-12-07); e4m3 x int4 1.091x and 1.056x; W4A16 1.104x (M = 16384; 2026-12-14). Then in
+     * persistent blocks: fp8 1.019x, 1.025x and 1.070x at those three; W4A16 1.063x its 256-token
+     * plain tiles beside torch (graph replays, M = 16384); e4m3 x int4 even (1.003x), so it stays
+     * plain (its A registers leave a bias's epilogue no room there: spills). --persistent asked alone
+     * takes them too (not for e4m3 x int4). */
     int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;
     int a_regs8 = wide_from == 16 && !wb_w8_smem_operand(f, t->arch); /* e4m3 x int4: not persistent */
     wb_config wide = *c;
