@@ -36,9 +36,15 @@ static int64_t resident_blocks(const wb_target *t, const wb_format *f, const wb_
  * pays the iteration's barrier, copies and dequant for too little MMA work. */
 static const int wgmma_shapes[][2] = {{16, 8}, {16, 4}, {8, 8}, {8, 4}, {4, 4}};
 
+/* The token tiles of a config over M (the last one partly past M) */
+static int64_t token_tiles(const wb_config *c, int64_t m)
+{
+    return (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+}
+
 static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
 {
-    return n / (16 * c->warps_n) * ((m + 8 * c->m_tiles - 1) / (8 * c->m_tiles));
+    return n / (16 * c->warps_n) * token_tiles(c, m);
 }
 
 /* The deepest pipeline that fits beside the blocks an SM runs at once, 3 to 8 stages */
@@ -208,10 +214,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     int a_regs8 = wide_from == 16 && !wb_w8_smem_operand(f, t->arch); /* e4m3 x int4: not persistent */
     wb_config wide = *c;
     wide.m_tiles = 24;
-    int64_t pad = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles) * (8 * c->m_tiles);
+    int64_t rows = token_tiles(c, m) * 8 * c->m_tiles, wide_rows = token_tiles(&wide, m) * 192;
     if (!asked.m_tiles && !asked.cluster && !asked.split_k && !(a_regs8 && asked.persistent) &&
-        c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 &&
-        (m + 191) / 192 * 192 * 100 <= pad * 104 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
+        c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 && wide_rows * 100 <= rows * 104 &&
+        wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
         c->persistent = !a_regs8;
     }
@@ -302,7 +308,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
-    int64_t sms = t->sm_count_hint, mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+    int64_t sms = t->sm_count_hint, mblocks = token_tiles(c, m);
     if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) &&
         (!asked->warps_k || asked->warps_k <= 8)) { /* 16 warps a block at most */
         c->warps_n = 2;
@@ -379,7 +385,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
     if (!c->stages)
         c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
-    int64_t mblocks = (m + 8 * c->m_tiles - 1) / (8 * c->m_tiles);
+    int64_t mblocks = token_tiles(c, m);
     if (!c->warps_n) {
         /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM (two warps
          * along N from nearly two blocks an SM: 256 on the 132 SMs of an H100/H200, where they ran
