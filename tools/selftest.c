@@ -35,20 +35,41 @@ typedef struct plan_case {
     int split;     /* forced: pairs of blocks each taking half of K (--split-k 2) */
 } plan_case;
 
+/* The specs of the forced TMA cases (plan_tma): 16-bit activations of both types with scale records of
+ * 32 and 64 bytes (a zero point) and two groups a slice (g=32), then 8-bit ones from TMA_FIRST_8BIT
+ * (fp8 with its two-level sums, s8, int4 widened to e4m3, weight groups), which only a target with
+ * wgmma builds. */
+static const char *const tma_specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=32",
+                                        "fp8", "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};
+enum { TMA_FIRST_8BIT = 4 };
+
 /* The forced variants of the TMA pipeline (plan_case.tma): the choices as CLI words, the config fields
- * they set (cluster 0: the heuristic's), and the label of the result line. */
+ * they set (cluster 0: the heuristic's), the label of the result line, and (from 2 on) which of
+ * tma_specs run them (bit i: tma_specs[i]) at which two M on 4096 x 4096 (quick: the first). */
 static const struct tma_variant {
     const char *choices;
     int persistent, cluster, m_tiles;
     const char *label;
+    unsigned specs;
+    int64_t m[2];
 } tma_variants[] = {
-    [1] = {"--mma,wgmma,--load,tma,--cluster,1", 0, 1, 0, " (TMA loads)"},
-    [2] = {"--mma,wgmma,--load,tma,--persistent,--cluster,1", 1, 1, 0, " (TMA, persistent)"},
-    [3] = {"--mma,wgmma,--load,tma,--cluster,2", 0, 2, 0, " (TMA, cluster of 2)"},
-    [4] = {"--mma,wgmma,--load,tma,--persistent,--cluster,2", 1, 2, 0, " (TMA, persistent, cluster of 2)"},
-    [5] = {"--mma,wgmma,--load,tma,--cluster,4", 0, 4, 0, " (TMA, cluster of 4)"},
-    [6] = {"--mma,wgmma,--load,tma,--m-tiles,24", 0, 0, 24, " (TMA, 192-token tiles)"},
-    [7] = {"--mma,wgmma,--load,tma,--m-tiles,24,--persistent", 1, 0, 24, " (TMA, 192-token tiles, persistent)"},
+    [1] = {"--mma,wgmma,--load,tma,--cluster,1", 0, 1, 0, " (TMA loads)", 0, {0, 0}},
+    /* more output tiles than a GPU has SMs, each block walking several; a tail token tile at 2500 */
+    [2] = {"--mma,wgmma,--load,tma,--persistent,--cluster,1", 1, 1, 0, " (TMA, persistent)", 0x55, {4096, 2500}},
+    /* each block multicasts half the activation tile into both; a tail token tile at 1000 (the second
+     * half of its box partly or wholly past M) */
+    [3] = {"--mma,wgmma,--load,tma,--cluster,2", 0, 2, 0, " (TMA, cluster of 2)", 0x79, {1000, 4096}},
+    /* pairs of blocks walking pairs of tiles */
+    [4] = {"--mma,wgmma,--load,tma,--persistent,--cluster,2", 1, 2, 0, " (TMA, persistent, cluster of 2)", 0x79,
+           {2500, 4096}},
+    /* two channel tiles of two token tiles, activation and weight halves multicast; 3 token tiles of
+     * 128 at 300 (the last quad's second token tile past M) */
+    [5] = {"--mma,wgmma,--load,tma,--cluster,4", 0, 4, 0, " (TMA, cluster of 4)", 0x79, {300, 4096}},
+    /* fp8 without the late loop, W4A8's pp loop */
+    [6] = {"--mma,wgmma,--load,tma,--m-tiles,24", 0, 0, 24, " (TMA, 192-token tiles)", 0x71, {1000, 4096}},
+    /* fp8's and W4A16's pick at large M; W4A8's forced (docs/perf.md) */
+    [7] = {"--mma,wgmma,--load,tma,--m-tiles,24,--persistent", 1, 0, 24, " (TMA, 192-token tiles, persistent)", 0x51,
+           {2500, 4096}},
 };
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -190,63 +211,25 @@ static int builds_on(const char *spec, wb_arch arch, wb_config c)
     return ok;
 }
 
-/* Part (d): the warp-specialized TMA pipeline of the wgmma kernel, forced: tails, one and two consumer
- * warpgroups, 16-bit activations of both types with scale records of 32 and 64 bytes (a zero point)
- * and two groups a slice (g=32); on a target with wgmma (arch; -1: none) 8-bit activations too (fp8
- * with its two-level sums, s8, int4 widened, weight groups), which only such a target builds. */
+/* Part (d): the warp-specialized TMA pipeline of the wgmma kernel, forced: each of tma_specs (the 8-bit
+ * ones on a target with wgmma, arch; -1: none) at three M, one and two consumer warpgroups and tails,
+ * then the variants of tma_variants that take it. */
 static int plan_tma(plan *p, int quick, int arch)
 {
-    static const char *const specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-zp", "a=f16,w=int4,g=32", /* 16-bit */
-                                        "fp8", "int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-int8"};         /* 8-bit */
     static const int64_t ms[] = {100, 256, 1000};
-    enum { FIRST_8BIT = 4 };
     int rc = 0;
-    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && !rc; s++) {
-        if (s >= FIRST_8BIT && (arch < 0 || !builds_on(specs[s], (wb_arch)arch,
-                                                          (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA})))
+    for (size_t s = 0; s < sizeof tma_specs / sizeof tma_specs[0] && !rc; s++) {
+        if (s >= TMA_FIRST_8BIT && (arch < 0 || !builds_on(tma_specs[s], (wb_arch)arch,
+                                                              (wb_config){.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA})))
             continue;
         for (size_t i = 0; i < sizeof ms / sizeof ms[0] && !rc; i++)
             if (!quick || i == s % 3)
-                if (!(rc = plan_add(p, specs[s], ms[i], 4096, 4096, 0)))
+                if (!(rc = plan_add(p, tma_specs[s], ms[i], 4096, 4096, 0)))
                     p->c[p->count - 1].tma = 1;
-        /* persistent (--persistent): more output tiles than a GPU has SMs, each block walking several,
-         * a tail token tile at 2500 */
-        for (int i = 0; s % 2 == 0 && i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 2500 : 4096, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 2;
-        /* clusters of two (--cluster 2): each block multicasts half the activation tile into both; a
-         * tail token tile at 1000 (the second half of its box partly or wholly past M) */
-        for (int i = 0; (s == 0 || s == 3 || s == FIRST_8BIT || s == FIRST_8BIT + 1 || s == FIRST_8BIT + 2) &&
-                        i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 4096 : 1000, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 3;
-        /* both (--persistent --cluster 2): pairs of blocks walking pairs of tiles, a tail at 2500 */
-        for (int i = 0; (s == 0 || s == 3 || s == FIRST_8BIT || s == FIRST_8BIT + 1 || s == FIRST_8BIT + 2) &&
-                        i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 4096 : 2500, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 4;
-        /* clusters of four (--cluster 4): two channel tiles of two token tiles, activation and weight
-         * halves multicast; 3 token tiles of 128 at 300 (the last quad's second token tile past M) */
-        for (int i = 0; (s == 0 || s == 3 || s == FIRST_8BIT || s == FIRST_8BIT + 1 || s == FIRST_8BIT + 2) &&
-                        i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 4096 : 300, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 5;
-        /* 192-token tiles (--m-tiles 24; fp8 without the late loop, W4A8's pp loop): a tail token tile
-         * at 1000 */
-        for (int i = 0; (s == 0 || s == FIRST_8BIT || s == FIRST_8BIT + 1 || s == FIRST_8BIT + 2) && i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 4096 : 1000, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 6;
-        /* 192-token tiles in persistent blocks (fp8's and W4A16's pick at large M; W4A8's forced,
-         * docs/perf.md): a tail at 2500 */
-        for (int i = 0; (s == 0 || s == FIRST_8BIT || s == FIRST_8BIT + 2) && i < 2 && !rc; i++)
-            if (!quick || i == 0)
-                if (!(rc = plan_add(p, specs[s], i ? 4096 : 2500, 4096, 4096, 0)))
-                    p->c[p->count - 1].tma = 7;
+        for (int v = 2; v < (int)(sizeof tma_variants / sizeof tma_variants[0]) && !rc; v++)
+            for (int i = 0; (tma_variants[v].specs >> s & 1) && i < (quick ? 1 : 2) && !rc; i++)
+                if (!(rc = plan_add(p, tma_specs[s], tma_variants[v].m[i], 4096, 4096, 0)))
+                    p->c[p->count - 1].tma = v;
     }
     return rc;
 }
