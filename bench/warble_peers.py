@@ -5,7 +5,11 @@ warble is called through ctypes (build/libwarble.so); every GEMM goes through to
 R distinct weight sets (> 4x L2) cycled inside one CUDA graph, median of 15 replays.
 
 Usage: python3 bench/warble_peers.py [--lib build/libwarble.so] [--shapes 8192x8192,...] [--m 1,16,...]
-                                     [--spec w4a16] [--out FILE] [--no-torch]
+                                     [--spec w4a16] [--load auto,tma:32] [--rounds 3] [--out FILE] [--no-torch]
+
+With --rounds R the whole run repeats R times (each record has its "round"), so every warble kernel and
+its torch peer are timed in turn, R times over: an H100 at its 700 W cap changes its clock within a
+call, and the spread over rounds shows it. bench/peers_summary.py takes the median per point.
 """
 import argparse
 import ctypes as C
@@ -136,16 +140,11 @@ def weight_bytes(lib, keys, n, k):
     return n * k * w.bits // 8 + (nscales + nz) * lib.wb_type_file_bytes(ws)
 
 
-def bench_warble(lib, gpu, spec, n, k, ms, load="auto", m_tiles=0):
+def bench_warble(lib, gpu, spec, n, k, ms, variants):
     fmt, keys = canonical(lib, spec)
     wbytes = weight_bytes(lib, keys, n, k)
     count = tp.n_sets_for(wbytes)
     layers = make_layers(lib, gpu, fmt, keys, n, k, count)
-    if load != "auto":  # the wgmma kernel with this load path at every M, the rest the heuristic's
-        forced = Config(load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
-                        cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0), m_tiles=m_tiles)
-        for layer in layers:
-            check(lib, lib.wb_layer_set_config(layer, C.byref(forced)), "wb_layer_set_config")
     # W8A8: s8 or fp8 codes and one f32 scale per token, through wb_layer_gemm_q
     fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}.get(keys["a"])
     s8 = keys["a"] == "s8" or fp8 is not None
@@ -172,14 +171,21 @@ def bench_warble(lib, gpu, spec, n, k, ms, load="auto", m_tiles=0):
                 check(lib, st, "gemm")
             return run
 
-        res = tp.time_calls([call(l) for l in layers])
-        cfg = Config()
-        sha = C.create_string_buffer(65)
-        lib.wb_layer_last_kernel(layers[0], C.byref(cfg), sha)
-        cbuf = C.create_string_buffer(128)
-        lib.wb_config_print(C.byref(cfg), cbuf, 128)
-        nbytes = wbytes + (m * k + m * 4 if s8 else m * k * 2) + m * n * 2
-        tp.record("warble", spec, n, k, m, nbytes, res, config=cbuf.value.decode())
+        for variant, (load, m_tiles) in variants:
+            # a forced load: the wgmma kernel with this load path at every M; auto: the heuristic's
+            forced = None if load == "auto" else C.byref(Config(
+                load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
+                cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0), m_tiles=m_tiles))
+            for layer in layers:
+                check(lib, lib.wb_layer_set_config(layer, forced), "wb_layer_set_config")
+            res = tp.time_calls([call(l) for l in layers])
+            cfg = Config()
+            sha = C.create_string_buffer(65)
+            lib.wb_layer_last_kernel(layers[0], C.byref(cfg), sha)
+            cbuf = C.create_string_buffer(128)
+            lib.wb_config_print(C.byref(cfg), cbuf, 128)
+            nbytes = wbytes + (m * k + m * 4 if s8 else m * k * 2) + m * n * 2
+            tp.record("warble", spec, n, k, m, nbytes, res, config=cbuf.value.decode(), variant=variant)
     for l in layers:
         lib.wb_layer_destroy(l)
 
@@ -193,13 +199,17 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--copy-ceiling", action="store_true")
-    ap.add_argument("--load", default="auto", choices=sorted(LOADS),
+    ap.add_argument("--load", default="auto",
                     help="force the wgmma kernel with this load path (tma: the warp-specialized pipeline; "
                          "tma-persistent: the same with one block per SM walking the tiles; tma-cluster: in clusters of two "
                          "blocks sharing the activation tile; tma-quad: in clusters of four sharing activation and "
-                         "weight tiles)")
+                         "weight tiles; auto: the heuristic's kernel), optionally with ':M_TILES'; several, separated "
+                         "by ',', are timed in turn on the same weights (e.g. auto,tma:32)")
     ap.add_argument("--m-tiles", type=int, default=0,
-                    help="with --load: the token tile in m-tiles of 8 (24: 192 tokens), else the heuristic's")
+                    help="with a forced load without ':M_TILES': the token tile in m-tiles of 8 (24: 192 tokens), "
+                         "else the heuristic's")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the whole run this many times (records carry their round)")
     ap.add_argument("--peer", default="f16", choices=["f16", "int8", "fp8"],
                     help="the torch baseline: torch.matmul f16, torch._int_mm (for int8 W8A8 specs), or "
                          "torch._scaled_mm e4m3 with f32 scales per token (M, 1) and per channel (1, N), "
@@ -214,18 +224,27 @@ def main():
     if args.copy_ceiling:
         tp.ceiling_copy()
     ms = [int(x) for x in args.m.split(",")]
-    for shape in args.shapes.split(","):
-        n, k = (int(x) for x in shape.split("x"))
-        for spec in args.spec.split(";"):
-            bench_warble(lib, gpu, spec, n, k, ms, args.load, args.m_tiles)
-        if not args.no_torch:
-            if args.peer == "int8":
-                tp.safe(tp.bench_int8, n, k, ms)
-            elif args.peer == "fp8":
-                # row-major N x K e4m3 weights passed as w.t() (column-major, as _scaled_mm wants)
-                tp.safe(tp.bench_fp8, n, k, ms)
-            else:
-                tp.safe(tp.bench_w16, torch.float16, n, k, ms)
+    variants = []
+    for v in args.load.split(","):
+        load, _, mt = v.partition(":")
+        if load not in LOADS:
+            ap.error("--load: %r is not one of %s" % (load, ", ".join(sorted(LOADS))))
+        variants.append((v, (load, int(mt) if mt else args.m_tiles)))
+    for rnd in range(args.rounds):
+        if args.rounds > 1:
+            tp.TAGS["round"] = rnd
+        for shape in args.shapes.split(","):
+            n, k = (int(x) for x in shape.split("x"))
+            for spec in args.spec.split(";"):
+                bench_warble(lib, gpu, spec, n, k, ms, variants)
+            if not args.no_torch:
+                if args.peer == "int8":
+                    tp.safe(tp.bench_int8, n, k, ms)
+                elif args.peer == "fp8":
+                    # row-major N x K e4m3 weights passed as w.t() (column-major, as _scaled_mm wants)
+                    tp.safe(tp.bench_fp8, n, k, ms)
+                else:
+                    tp.safe(tp.bench_w16, torch.float16, n, k, ms)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@
 #                                       pick before; bench/ab_flags.sh, one round, M = 4096 and 16384 on three
 #                                       suite shapes), W4A16 as picked beside torch f16 on the suite at M = 4096
 #                                       and 16384, (FP8=1:) fp8 and W4A8 as picked beside torch._scaled_mm
+#   scripts/h200.sh rounds              the selftest of the kernels the ledger lacks, W4A16 as picked beside
+#                                       256-token tiles and torch f16 (suite, M = 4096 and 16384), fp8 and
+#                                       W4A8 as picked beside torch._scaled_mm, three interleaved rounds each
+#                                       (bench/peers_summary.py), then every TMA config of 128-, 192- and
+#                                       256-token tiles for W4A16 at M = 4096 on the suite (`--sweep`)
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -390,6 +395,20 @@ if [ "$mode" = tile192 ]; then # pending kernels; W4A16's 192-token picks beside
   # W4A16 as picked beside torch f16 on the suite; fp8 and W4A8 (e4m3 x int4) as picked beside _scaled_mm
   peers 100 --spec w4a16 --peer f16 --m 4096,16384
   [ -n "${FP8:-}" ] && peers 60 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
+  exit 0
+fi
+if [ "$mode" = rounds ]; then # pending kernels; the large-M picks beside torch in rounds; the TMA sweep at M = 4096
+  pending_selftest "${SELFTEST_S:-100}"
+  # W4A16 as picked (192-token tiles, persistent) and on 256-token tiles (the pick before), beside torch
+  # f16; fp8 and W4A8 as picked beside _scaled_mm: three rounds each, summed up by bench/peers_summary.py
+  peers 170 --spec w4a16 --peer f16 --load auto,tma:32 --m 4096,16384 --rounds 3
+  peers 80 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384 --rounds 3
+  python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
+  # every TMA config of 128-, 192- and 256-token tiles for W4A16 at M = 4096 on the suite
+  for mt in 24 32 16; do
+    OUT=$LOGS/sweep4096/mt$mt step 85 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
+      "--m 4096 --mma wgmma --load tma --m-tiles $mt"
+  done | tee "$LOGS/sweep4096.md"
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch

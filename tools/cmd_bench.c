@@ -143,15 +143,18 @@ static int config_legal(bench *b, wb_config *cfg)
 /* Every legal config a sweep tries, in order, each passed to visit:
  * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
  * takes it, TMA in single blocks) and, on wgmma, pairs of blocks splitting K (--split-k 2) beside
- * each of the first two. Choices given on the command line stay fixed. */
+ * each of the first two, and TMA in persistent blocks. Choices given on the command line stay fixed. */
 static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 24, 32}, wns[] = {1, 2, 4, 8},
                      wks[] = {1, 2, 4, 8, 16}, kss[] = {1, 2, 4};
     /* wgmma's load paths: cp.async, TMA as the heuristic takes it (clusters of two where the tiles pair
-     * up), TMA in single blocks; then the first two split along K */
-    static const int loads[] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA, WB_LOAD_CP_ASYNC, WB_LOAD_TMA},
-                     clusters[] = {0, 0, 1, 0, 0}, splits[] = {0, 0, 0, 2, 2};
+     * up), TMA in single blocks; then the first two split along K; then TMA in persistent blocks */
+    enum { LOAD_PATHS = 6 };
+    static const int loads[LOAD_PATHS] = {WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA,
+                                          WB_LOAD_CP_ASYNC, WB_LOAD_TMA, WB_LOAD_TMA},
+                     clusters[LOAD_PATHS] = {0, 0, 1, 0, 0, 0}, splits[LOAD_PATHS] = {0, 0, 0, 2, 2, 0},
+                     persists[LOAD_PATHS] = {0, 0, 0, 0, 0, 1};
     const wb_config *forced = &b->args->cfg; /* a choice given on the command line is not swept */
     int tried = 0;
     for (int mi = 0; mi < 2; mi++)
@@ -160,11 +163,12 @@ static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void 
             for (int q = 0; q < 5; q++)
                 for (int st = 1; st <= 8; st++)
                 for (int ki = 0; ki < 3; ki++)
-                for (int li = 0; li < 5; li++) { /* wgmma: every load path (TMA is wgmma's only) */
+                for (int li = 0; li < LOAD_PATHS; li++) { /* wgmma: every load path (TMA is wgmma's only) */
                     wb_config cfg = *forced;
                     if ((forced->mma && mi) || (forced->m_tiles && i) || (forced->warps_n && j) ||
                         (forced->warps_k && q) || (forced->stages && st > 1) || (forced->k_slices && ki) ||
-                        (forced->load && li % 3) || (forced->cluster && li == 2) || (forced->split_k && li > 2))
+                        (forced->load && li != 0 && li != 3 && li != 5) || (forced->cluster && li == 2) ||
+                        (forced->split_k && (li == 3 || li == 4)) || (forced->persistent && li == 5))
                         continue;
                     int mma = forced->mma ? forced->mma : mmas[mi];
                     if (mma == WB_MMA_WGMMA) {
@@ -174,6 +178,8 @@ static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void 
                             cfg.cluster = clusters[li];
                         if (!forced->split_k)
                             cfg.split_k = splits[li];
+                        if (!forced->persistent)
+                            cfg.persistent = persists[li];
                     } else if (li) {
                         continue;
                     }

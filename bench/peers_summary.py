@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The summary of a bench/warble_peers.py run with --rounds: per spec, load variant, shape and M,
+warble's median time over the rounds, its torch peer's (torch f16, the plain `_scaled_mm` or
+`_int_mm`, whichever the run measured), and the median and range of the per-round ratios peer / warble
+(each round's pair timed seconds apart, so a clock change between rounds moves both).
+usage: peers_summary.py PEERS.jsonl"""
+import json
+import statistics as st
+import sys
+
+PEERS = ("w16a16_fp16", "w8a8_fp8_rowwise", "w8a8_int8_intmm")
+
+
+def main(path):
+    rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+    rows = [r for r in rows if "us" in r and "M" in r]
+    # a warble record's peer: the next torch record of its shape and M in the file (warble_peers.py
+    # times a shape's warble kernels, then its torch peer, round after round)
+    peer = {}  # index of a warble record -> (peer fmt, us)
+    waiting = {}  # (N, K, M) -> indices of warble records not yet paired
+    warble = {}  # (fmt, variant, N, K, M) -> [(index, us, config)]
+    for i, r in enumerate(rows):
+        shape = (r["N"], r["K"], r["M"])
+        if r.get("peer") == "torch" and r["fmt"] in PEERS:
+            for j in waiting.pop(shape, []):
+                peer[j] = (r["fmt"], r["us"])
+        elif r.get("peer") == "warble":
+            waiting.setdefault(shape, []).append(i)
+            warble.setdefault((r["fmt"], r.get("variant", "auto")) + shape, []).append(
+                (i, r["us"], r.get("config", "")))
+    print("| spec | variant | N x K | M | rounds | warble us (median, range) | peer | peer us | peer / warble"
+          " (median of rounds, range) | config |")
+    print("| --- | --- | --- | ---: | ---: | --- | --- | ---: | --- | --- |")
+    for (fmt, variant, n, k, m), runs in warble.items():
+        us = [u for _, u, _ in runs]
+        pairs = [(peer[i], u) for i, u, _ in runs if i in peer]
+        ratios = [p[1] / u for p, u in pairs]
+        print("| %s | %s | %dx%d | %d | %d | %.1f (%.1f-%.1f) | %s | %s | %s | %s |" % (
+            fmt[:40], variant, n, k, m, len(runs), st.median(us), min(us), max(us),
+            pairs[0][0][0] if pairs else "-",
+            "%.1f" % st.median(p[1] for p, _ in pairs) if pairs else "-",
+            "**%.3f** (%.3f-%.3f)" % (st.median(ratios), min(ratios), max(ratios)) if ratios else "-",
+            runs[0][2]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
