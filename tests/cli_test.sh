@@ -466,7 +466,18 @@ if expect 0 "bench --sweep --list" "" -- $W bench w4a16 --m 128 --n 8192 --k 819
     grep -q 'mt=16,wn=8,wk=1,stages=8,load=tma,mma=wgmma,split_k=2$' "$tmp/out" ||
         fail "bench --sweep --list: no 128 x 128 TMA pair splitting K"
     grep -q 'mma=mma.sync' "$tmp/out" || fail "bench --sweep --list: no mma.sync config"
+    grep -q 'mt=16,wn=8,wk=1,stages=4,load=tma,mma=wgmma,persistent=1$' "$tmp/out" ||
+        fail "bench --sweep --list: no persistent TMA config"
     [ "$(sort "$tmp/out" | uniq -d | wc -l)" -eq 0 ] || fail "bench --sweep --list: a config listed twice"
+fi
+# the large-M pick (persistent 192-token tiles in pairs) is among the configs swept; --persistent keeps them all so
+if expect 0 "bench --sweep --list M = 4096" "" -- $W bench w4a16 --m 4096 --n 8192 --k 8192 --sweep --list --arch sm_90a; then
+    grep -q 'mt=24,wn=8,wk=1,stages=6,load=tma,mma=wgmma,persistent=1,cluster=2$' "$tmp/out" ||
+        fail "bench --sweep --list at M = 4096: not the heuristic's persistent 192-token kernel"
+fi
+if expect 0 "bench --sweep --list --persistent" "" -- $W bench w4a16 --m 4096 --n 8192 --k 8192 --persistent --sweep --list --arch sm_90a; then
+    [ -s "$tmp/out" ] && ! grep -qv 'persistent=1' "$tmp/out" && [ "$(sort "$tmp/out" | uniq -d | wc -l)" -eq 0 ] ||
+        fail "--persistent --sweep --list: a config not persistent or listed twice"
 fi
 if expect 0 "bench --sweep --list --split-k 2" "" -- $W bench w4a16 --m 256 --n 4096 --k 4096 --split-k 2 --sweep --list --arch sm_90a; then
     [ -s "$tmp/out" ] && ! grep -qv 'split_k=2$' "$tmp/out" || fail "--split-k 2 --sweep --list: an unsplit config"
