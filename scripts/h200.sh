@@ -41,8 +41,9 @@
 #   scripts/h200.sh rounds              the selftest of the kernels the ledger lacks, W4A16 as picked beside
 #                                       256-token tiles and torch f16 (suite, M = 4096 and 16384), fp8 and
 #                                       W4A8 as picked beside torch._scaled_mm, three interleaved rounds each
-#                                       (bench/peers_summary.py), then every TMA config of 128-, 192- and
-#                                       256-token tiles for W4A16 at M = 4096 on the suite (`--sweep`)
+#                                       (bench/peers_summary.py), then every TMA config of 192- and 256-token
+#                                       tiles (SWEEP_MTS="24 32 16": and 128) for W4A16 at M = 4096 on the
+#                                       suite (`--sweep`)
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -404,8 +405,8 @@ if [ "$mode" = rounds ]; then # pending kernels; the large-M picks beside torch 
   peers 170 --spec w4a16 --peer f16 --load auto,tma:32 --m 4096,16384 --rounds 3
   peers 80 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384 --rounds 3
   python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
-  # every TMA config of 128-, 192- and 256-token tiles for W4A16 at M = 4096 on the suite
-  for mt in 24 32 16; do
+  # every TMA config of 192- and 256-token tiles for W4A16 at M = 4096 on the suite
+  for mt in ${SWEEP_MTS:-24 32}; do
     OUT=$LOGS/sweep4096/mt$mt step 85 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
       "--m 4096 --mma wgmma --load tma --m-tiles $mt"
   done | tee "$LOGS/sweep4096.md"
