@@ -47,6 +47,12 @@ static int64_t wgmma_blocks(const wb_config *c, int64_t m, int64_t n)
     return n / (16 * c->warps_n) * token_tiles(c, m);
 }
 
+/* The token rows an SM works through when the blocks run in whole waves of one an SM */
+static int64_t wave_rows(const wb_config *c, int64_t m, int64_t n, int64_t sms)
+{
+    return (wgmma_blocks(c, m, n) + sms - 1) / sms * 8 * c->m_tiles;
+}
+
 /* The deepest pipeline that fits beside the blocks an SM runs at once, 3 to 8 stages */
 static int wgmma_stages(const wb_target *t, const wb_format *f, const wb_config *c, int64_t m, int64_t n)
 {
@@ -198,9 +204,10 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
            k % (slice_k * c->warps_k * 2) == 0 &&
            wgmma_blocks(c, m, n) * c->warps_n * c->warps_k < 24 * t->sm_count_hint)
         c->warps_k *= 2;
-    /* 192-token tiles (wgmma N = 192) on the TMA pipeline where they pad M by at most 4% more than the
-     * tile they replace and still make one and a half waves: fp8 and e4m3 x int4 in place of 128-token
-     * tiles, 16-bit activations in place of 256-token ones. Per k128 slice, fp8's 128-token block
+    /* 192-token tiles (wgmma N = 192) on the TMA pipeline where, in whole waves of one block an SM,
+     * each SM works through at most 5% more token rows than with the tile they replace, and they
+     * still make one and a half waves: fp8 and e4m3 x int4 in place of 128-token tiles, 16-bit
+     * activations in place of 256-token ones. Per k128 slice, fp8's 128-token block
      * moves 80 KB through shared memory (160 B a cycle at the MMA rate, against 128 served); the
      * 192-token one moves 104 KB for 1.5 times the work and holds one slice product set (no late
      * loop; docs/perf.md). On an H100 (events, interleaved, two rounds), 192 against 128 tokens: fp8
@@ -209,15 +216,17 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * persistent blocks: fp8 1.019x, 1.025x and 1.070x at those three; W4A16 1.063x its 256-token
      * plain tiles beside torch (graph replays, M = 16384); e4m3 x int4 even (1.003x), so it stays
      * plain (its A registers leave a bias's epilogue no room there: spills). --persistent asked alone
-     * takes them too (not for e4m3 x int4). */
+     * takes them too (not for e4m3 x int4). Per token row they ran 3-12% faster than 256-token tiles
+     * (W4A16, H100, three rounds beside torch, 2026-12-15), so a few more rows pay; 12.5% more did
+     * not: at M = 4096 on 4096 x 14336 (6 waves of 192 rows against 4 of 256) 713.4 us against 684.3,
+     * where 3% more (8192 x 8192: 11 waves against 8) ran 726.0 against 784.4. */
     int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;
     int a_regs8 = wide_from == 16 && !wb_w8_smem_operand(f, t->arch); /* e4m3 x int4: not persistent */
     wb_config wide = *c;
     wide.m_tiles = 24;
-    int64_t rows = token_tiles(c, m) * 8 * c->m_tiles, wide_rows = token_tiles(&wide, m) * 192;
     if (!asked.m_tiles && !asked.cluster && !asked.split_k && !(a_regs8 && asked.persistent) &&
-        c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 && wide_rows * 100 <= rows * 104 &&
-        wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
+        c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 &&
+        wave_rows(&wide, m, n, sms) * 100 <= wave_rows(c, m, n, sms) * 105 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
         c->persistent = !a_regs8;
     }
