@@ -28,15 +28,15 @@ def main(path):
             waiting.setdefault(shape, []).append(i)
             warble.setdefault((r["fmt"], r.get("variant", "auto")) + shape, []).append(
                 (i, r["us"], r.get("config", "")))
-    print("| spec | variant | N x K | M | rounds | warble us (median, range) | peer | peer us | peer / warble"
-          " (median of rounds, range) | config |")
+    print("| spec | variant | N x K | M | rounds (with a peer) | warble us (median, range) | peer | peer us |"
+          " peer / warble (median of rounds, range) | config |")
     print("| --- | --- | --- | ---: | ---: | --- | --- | ---: | --- | --- |")
     for (fmt, variant, n, k, m), runs in warble.items():
         us = [u for _, u, _ in runs]
         pairs = [(peer[i], u) for i, u, _ in runs if i in peer]
         ratios = [p[1] / u for p, u in pairs]
-        print("| %s | %s | %dx%d | %d | %d | %.1f (%.1f-%.1f) | %s | %s | %s | %s |" % (
-            fmt[:40], variant, n, k, m, len(runs), st.median(us), min(us), max(us),
+        print("| %s | %s | %dx%d | %d | %d (%d) | %.1f (%.1f-%.1f) | %s | %s | %s | %s |" % (
+            fmt[:40], variant, n, k, m, len(runs), len(pairs), st.median(us), min(us), max(us),
             pairs[0][0][0] if pairs else "-",
             "%.1f" % st.median(p[1] for p, _ in pairs) if pairs else "-",
             "**%.3f** (%.3f-%.3f)" % (st.median(ratios), min(ratios), max(ratios)) if ratios else "-",
