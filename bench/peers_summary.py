@@ -3,17 +3,40 @@
 warble's median time over the rounds, its torch peer's (torch f16, the plain `_scaled_mm` or
 `_int_mm`, whichever the run measured), and the median and range of the per-round ratios peer / warble
 (each round's pair timed seconds apart, so a clock change between rounds moves both).
-usage: peers_summary.py PEERS.jsonl"""
+With --base SPEC, a second table: each other spec's time beside SPEC's, per round (SPEC's time over
+the other's: issue 5 asks W4A8 for at least 1.0x fp8 at M = 16384 and 1.8x at M <= 16).
+usage: peers_summary.py PEERS.jsonl [--base SPEC]"""
+import argparse
 import json
 import statistics as st
-import sys
 
 PEERS = ("w16a16_fp16", "w8a8_fp8_rowwise", "w8a8_int8_intmm")
 
 
-def main(path):
-    rows = [json.loads(l) for l in open(path) if l.startswith("{")]
-    rows = [r for r in rows if "us" in r and "M" in r]
+def versus(rows, base):
+    """SPEC's time over each other spec's, in the same round, shape, M and variant."""
+    times = {}  # (fmt, variant, process, round, N, K, M) -> us
+    process = 0  # each warble_peers.py process starts with its environment record
+    for r in rows:
+        process += bool(r.get("env"))
+        if r.get("peer") == "warble" and "us" in r:
+            times[(r["fmt"], r.get("variant", "auto"), process, r.get("round", 0), r["N"], r["K"], r["M"])] = r["us"]
+    by = {}
+    for (fmt, variant, proc, rnd, n, k, m), us in times.items():
+        b = times.get((base, variant, proc, rnd, n, k, m))
+        if fmt != base and b is not None:
+            by.setdefault((fmt, variant, n, k, m), []).append(b / us)
+    print()
+    print("| spec | variant | N x K | M | rounds | %s / spec (median of rounds, range) |" % base)
+    print("| --- | --- | --- | ---: | ---: | --- |")
+    for (fmt, variant, n, k, m), ratios in by.items():
+        print("| %s | %s | %dx%d | %d | %d | **%.3f** (%.3f-%.3f) |" % (
+            fmt[:40], variant, n, k, m, len(ratios), st.median(ratios), min(ratios), max(ratios)))
+
+
+def main(path, base=None):
+    records = [json.loads(l) for l in open(path) if l.startswith("{")]
+    rows = [r for r in records if "us" in r and "M" in r]
     # a warble record's peer: the next torch record of its shape and M in the file (warble_peers.py
     # times a shape's warble kernels, then its torch peer, round after round)
     peer = {}  # index of a warble record -> (peer fmt, us)
@@ -41,7 +64,13 @@ def main(path):
             "%.1f" % st.median(p[1] for p, _ in pairs) if pairs else "-",
             "**%.3f** (%.3f-%.3f)" % (st.median(ratios), min(ratios), max(ratios)) if ratios else "-",
             runs[0][2]))
+    if base:
+        versus(records, base)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--base", help="a spec as the run names it (e.g. fp8): the others' times beside its own")
+    args = ap.parse_args()
+    main(args.path, args.base)

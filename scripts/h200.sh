@@ -38,12 +38,11 @@
 #                                       pick before; bench/ab_flags.sh, one round, M = 4096 and 16384 on three
 #                                       suite shapes), W4A16 as picked beside torch f16 on the suite at M = 4096
 #                                       and 16384, (FP8=1:) fp8 and W4A8 as picked beside torch._scaled_mm
-#   scripts/h200.sh rounds              the selftest of the kernels the ledger lacks, W4A16 as picked beside
-#                                       256-token tiles and torch f16 (suite, M = 4096 and 16384), fp8 and
-#                                       W4A8 as picked beside torch._scaled_mm, three interleaved rounds each
-#                                       (bench/peers_summary.py), then every TMA config of 192- and 256-token
-#                                       tiles (SWEEP_MTS="24 32 16": and 128) for W4A16 at M = 4096 on the
-#                                       suite (`--sweep`)
+#   [LOADS=auto,tma:32] [MS=..] scripts/h200.sh rounds  the selftest of the kernels the ledger lacks, W4A16
+#                                       as picked (and LOADS' forced kernels) beside torch f16 on the suite
+#                                       at every M of it (or MS), fp8 and W4A8 as picked beside
+#                                       torch._scaled_mm at M = 1, 16, 4096, 16384: three rounds in one
+#                                       process each, summed up by bench/peers_summary.py (W4A8 beside fp8)
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
 #                                       int8, W4A8, W4A16 at M = 4096, 16384), then fp8 and W4A16 both ways
@@ -79,7 +78,8 @@
 #                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
 #                                       M = 1 and 16 (w4a8), W4A16 on the suite shapes at M = 256 and 1024
-#                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one);
+#                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one;
+#                                       MS=4096 or MS=16384: that M alone, which fits a call better);
 #                                       JSON lines in $OUT/logs.tar.gz
 # Every step writes straight into $LOGS, line-buffered and under its own time limit.
 set -uo pipefail
@@ -140,9 +140,11 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   mid|big) # the suite at large M (issue 4: the heuristic within 10% of the best): every wgmma config at
            # M = 256 and 1024 (mid), every TMA one at M = 4096 and 16384 (big: the cp.async wgmma kernel
            # lost to TMA there by 5-16% in every earlier A/B, docs/perf.md)
+    # (MS=4096: one M, all the call's time; the TMA sweep has persistent blocks too: 229 configs a shape)
     ms="256 1024" extra="--mma wgmma"; [ $part = big ] && ms="4096 16384" extra="--mma wgmma --load tma"
+    ms=${MS:-$ms}; set -- $ms
     for m in $ms; do
-      OUT=$LOGS/$part/m$m step 280 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
+      OUT=$LOGS/$part/m$m step $((560 / $#)) bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m $m $extra"
     done ;;
   *) echo "sweep part: m1, m16, formats, wide, w4a8, mid or big"; exit 2 ;;
@@ -398,18 +400,14 @@ if [ "$mode" = tile192 ]; then # pending kernels; W4A16's 192-token picks beside
   [ -n "${FP8:-}" ] && peers 60 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384
   exit 0
 fi
-if [ "$mode" = rounds ]; then # pending kernels; the large-M picks beside torch in rounds; the TMA sweep at M = 4096
+if [ "$mode" = rounds ]; then # pending kernels; issue 4's and 5's bars beside torch, three rounds in one process each
   pending_selftest "${SELFTEST_S:-100}"
-  # W4A16 as picked (192-token tiles, persistent) and on 256-token tiles (the pick before), beside torch
-  # f16; fp8 and W4A8 as picked beside _scaled_mm: three rounds each, summed up by bench/peers_summary.py
-  peers 170 --spec w4a16 --peer f16 --load auto,tma:32 --m 4096,16384 --rounds 3
-  peers 80 --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 4096,16384 --rounds 3
-  python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
-  # every TMA config of 192- and 256-token tiles for W4A16 at M = 4096 on the suite
-  for mt in ${SWEEP_MTS:-24 32}; do
-    OUT=$LOGS/sweep4096/mt$mt step 85 bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
-      "--m 4096 --mma wgmma --load tma --m-tiles $mt"
-  done | tee "$LOGS/sweep4096.md"
+  # W4A16 as picked beside torch f16 at every M of the suite (LOADS=auto,tma:32: and 256-token TMA
+  # tiles); fp8 and W4A8 (e4m3 x int4) as picked beside _scaled_mm at M = 1, 16, 4096, 16384 (W4A8
+  # against warble's fp8: peers_summary.py --base fp8)
+  peers "${A16_S:-260}" --spec w4a16 --peer f16 --load "${LOADS:-auto}" --m "${MS:-1,16,256,1024,4096,16384}" --rounds 3
+  peers "${FP8_S:-150}" --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 1,16,4096,16384 --rounds 3
+  python3 bench/peers_summary.py "$LOGS/peers.jsonl" --base fp8 | tee "$LOGS/peers-summary.md"
   exit 0
 fi
 if [ "$mode" = pcluster ]; then # pending kernels; the TMA kernels beside their persistent pairs; beside torch
