@@ -217,7 +217,7 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
      * plain tiles beside torch (graph replays, M = 16384); e4m3 x int4 even (1.003x), so it stays
      * plain (its A registers leave a bias's epilogue no room there: spills). --persistent asked alone
      * takes them too (not for e4m3 x int4). Per token row they ran 3-12% faster than 256-token tiles
-     * (W4A16, H100, three rounds beside torch, 2026-12-15), so a few more rows pay; 12.5% more did
+     * (W4A16, H100, three rounds beside torch; docs/perf.md, twenty-ninth session), so a few more rows pay; 12.5% more did
      * not: at M = 4096 on 4096 x 14336 (6 waves of 192 rows against 4 of 256) 713.4 us against 684.3,
      * where 3% more (8192 x 8192: 11 waves against 8) ran 726.0 against 784.4. */
     int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;

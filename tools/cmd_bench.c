@@ -3,12 +3,13 @@
  * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
  * clusters of two where the tiles pair up, in single blocks and in persistent blocks, and pairs of
- * blocks splitting K) and reports the best; choices given on the command line (--m-tiles, --warps-n, --warps-k, --k-slices,
- * --stages, --load, --cluster, --split-k, --persistent) stay fixed; --sweep --list --arch prints them,
- * no GPU needed. A swept config is first probed with one call per layer; one slower than SWEEP_PRUNE x
- * the best so far in two probes running is reported as "pruned" with that probe's time and not timed fully (at M = 16384 a full timing of a
- * small-tile config took tens of seconds). --dispatch also times the host side of a wb_layer_gemm call
- * (issue to return, no synchronization inside a batch). */
+ * blocks splitting K) and reports the best; choices given on the command line (--m-tiles, --warps-n,
+ * --warps-k, --k-slices, --stages, --load, --cluster, --split-k, --persistent) stay fixed; --sweep
+ * --list --arch prints them, no GPU needed. A swept config is first probed with one call per layer;
+ * one slower than SWEEP_PRUNE x the best so far in two probes running is reported as "pruned" with
+ * that probe's time and not timed fully (at M = 16384 a full timing of a small-tile config took tens
+ * of seconds). --dispatch also times the host side of a wb_layer_gemm call (issue to return, no
+ * synchronization inside a batch). */
 #include "tools/cli.h"
 
 #include <stdlib.h>
