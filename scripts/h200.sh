@@ -142,7 +142,7 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
            # lost to TMA there by 5-16% in every earlier A/B, docs/perf.md)
     # (MS=4096: one M, all the call's time; the TMA sweep has persistent blocks too: 229 configs a shape)
     ms="256 1024" extra="--mma wgmma"; [ $part = big ] && ms="4096 16384" extra="--mma wgmma --load tma"
-    ms=${MS:-$ms}; set -- $ms
+    ms=${MS:-$ms}; ms=${ms//,/ }; set -- $ms
     for m in $ms; do
       OUT=$LOGS/$part/m$m step $((560 / $#)) bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m $m $extra"
