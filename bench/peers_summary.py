@@ -2,7 +2,8 @@
 """The summary of a bench/warble_peers.py run with --rounds: per spec, load variant, shape and M,
 warble's median time over the rounds, its torch peer's (torch f16, the plain `_scaled_mm` or
 `_int_mm`, whichever the run measured), and the median and range of the per-round ratios peer / warble
-(each round's pair timed seconds apart, so a clock change between rounds moves both).
+(each round's pair timed seconds apart, so a clock change between rounds moves both), and where the
+run measured the copy ceiling (--copy-ceiling), warble's median bandwidth as a share of it.
 With --base SPEC, a second table: each other spec's time beside SPEC's, per round (SPEC's time over
 the other's: issue 5 asks W4A8 for at least 1.0x fp8 at M = 16384 and 1.8x at M <= 16).
 usage: peers_summary.py PEERS.jsonl [--base SPEC]"""
@@ -37,6 +38,7 @@ def versus(rows, base):
 def main(path, base=None):
     records = [json.loads(l) for l in open(path) if l.startswith("{")]
     rows = [r for r in records if "us" in r and "M" in r]
+    copy = next((r["tbps"] for r in records if r.get("fmt") == "d2d_copy"), None)
     # a warble record's peer: the next torch record of its shape and M in the file (warble_peers.py
     # times a shape's warble kernels, then its torch peer, round after round)
     peer = {}  # index of a warble record -> (peer fmt, us)
@@ -51,15 +53,17 @@ def main(path, base=None):
             waiting.setdefault(shape, []).append(i)
             warble.setdefault((r["fmt"], r.get("variant", "auto")) + shape, []).append(
                 (i, r["us"], r.get("config", "")))
-    print("| spec | variant | N x K | M | rounds (with a peer) | warble us (median, range) | peer | peer us |"
-          " peer / warble (median of rounds, range) | config |")
-    print("| --- | --- | --- | ---: | ---: | --- | --- | ---: | --- | --- |")
+    print("| spec | variant | N x K | M | rounds (with a peer) | warble us (median, range) | of the copy | peer |"
+          " peer us | peer / warble (median of rounds, range) | config |")
+    print("| --- | --- | --- | ---: | ---: | --- | ---: | --- | ---: | --- | --- |")
     for (fmt, variant, n, k, m), runs in warble.items():
         us = [u for _, u, _ in runs]
+        tbps = st.median(rows[i]["tbps"] for i, _, _ in runs)
         pairs = [(peer[i], u) for i, u, _ in runs if i in peer]
         ratios = [p[1] / u for p, u in pairs]
-        print("| %s | %s | %dx%d | %d | %d (%d) | %.1f (%.1f-%.1f) | %s | %s | %s | %s |" % (
+        print("| %s | %s | %dx%d | %d | %d (%d) | %.1f (%.1f-%.1f) | %s | %s | %s | %s | %s |" % (
             fmt[:40], variant, n, k, m, len(runs), len(pairs), st.median(us), min(us), max(us),
+            "%.0f%%" % (100 * tbps / copy) if copy else "-",
             pairs[0][0][0] if pairs else "-",
             "%.1f" % st.median(p[1] for p, _ in pairs) if pairs else "-",
             "**%.3f** (%.3f-%.3f)" % (st.median(ratios), min(ratios), max(ratios)) if ratios else "-",
