@@ -207,18 +207,18 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     /* 192-token tiles (wgmma N = 192) on the TMA pipeline where, in whole waves of one block an SM,
      * each SM works through at most 5% more token rows than with the tile they replace, and they
      * still make one and a half waves: fp8 and e4m3 x int4 in place of 128-token tiles, 16-bit
-     * activations in place of 256-token ones. Per k128 slice, fp8's 128-token block
-     * moves 80 KB through shared memory (160 B a cycle at the MMA rate, against 128 served); the
-     * 192-token one moves 104 KB for 1.5 times the work and holds one slice product set (no late
-     * loop; docs/perf.md). On an H100 (events, interleaved, two rounds), 192 against 128 tokens: fp8
-     * 1.079x at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096
-     * (2026-12-07); e4m3 x int4 1.091x and 1.056x; W4A16 1.104x (M = 16384; 2026-12-14). Then in
-     * persistent blocks: fp8 1.019x, 1.025x and 1.070x at those three; W4A16 1.063x its 256-token
-     * plain tiles beside torch (graph replays, M = 16384); e4m3 x int4 even (1.003x), so it stays
+     * activations in place of 256-token ones. Per k128 slice, fp8's 128-token block moves 80 KB
+     * through shared memory (160 B a cycle at the MMA rate, against 128 served); the 192-token one
+     * moves 104 KB for 1.5 times the work and holds one slice product set (no late loop;
+     * docs/perf.md). On an H100 (events, interleaved, two rounds), 192 against 128 tokens: fp8 1.079x
+     * at M = 16384 and 1.042x at 4096 on 8192 x 8192, 1.097x at 16384 on 28672 x 4096 (2026-12-07);
+     * e4m3 x int4 1.091x and 1.056x; W4A16 1.104x (M = 16384; 2026-12-14). Then in persistent
+     * blocks: fp8 1.019x, 1.025x and 1.070x at those three; e4m3 x int4 even (1.003x), so it stays
      * plain (its A registers leave a bias's epilogue no room there: spills). --persistent asked alone
-     * takes them too (not for e4m3 x int4). Per token row they ran 3-12% faster than 256-token tiles
-     * (W4A16, H100, three rounds beside torch; docs/perf.md, twenty-ninth session), so a few more rows pay; 12.5% more did
-     * not: at M = 4096 on 4096 x 14336 (6 waves of 192 rows against 4 of 256) 713.4 us against 684.3,
+     * takes them too (not for e4m3 x int4). W4A16 in persistent blocks beside its 256-token tiles
+     * (H100, three rounds beside torch; docs/perf.md, twenty-ninth session): 1.03x to 1.14x at
+     * M = 16384 on the suite, so a row costs 3-12% less and a few more rows pay; 12.5% more did not:
+     * at M = 4096 on 4096 x 14336 (6 waves of 192 rows against 4 of 256) 713.4 us against 684.3,
      * where 3% more (8192 x 8192: 11 waves against 8) ran 726.0 against 784.4. */
     int wide_from = tma_w8a8 && wb_format_w8a8_fp8(f) ? 16 : tma_a16 ? 32 : 0;
     int a_regs8 = wide_from == 16 && !wb_w8_smem_operand(f, t->arch); /* e4m3 x int4: not persistent */
@@ -226,7 +226,8 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
     wide.m_tiles = 24;
     if (!asked.m_tiles && !asked.cluster && !asked.split_k && !(a_regs8 && asked.persistent) &&
         c->load == WB_LOAD_TMA && c->m_tiles == wide_from && c->warps_n == 8 &&
-        wave_rows(&wide, m, n, sms) * 100 <= wave_rows(c, m, n, sms) * 105 && wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
+        wave_rows(&wide, m, n, sms) * 100 <= wave_rows(c, m, n, sms) * 105 &&
+        wgmma_blocks(&wide, m, n) * 2 > 3 * sms) {
         c->m_tiles = 24;
         c->persistent = !a_regs8;
     }

@@ -327,10 +327,10 @@ END_TEST
  * where the block has two consumer warpgroups, cp.async with one (64 channels a block) and for fp4
  * activations (their consumers convert a cp.async tile), mma.sync at decode sizes; 256-token tiles
  * from one and a half waves of them (192-token ones in persistent blocks where an SM works through at
- * most 5% more token rows with them: fp8_wide_tiles) or in one wave for more than half the SMs, 128 x 128 ones where
- * they give half the SMs a block, else a 128-token tile split along K whose pairs give more than half
- * of them one (where K halves), clusters of two from a wave of blocks, a second warpgroup along K for
- * one-warpgroup tiles over a long K; a load asked for is kept. */
+ * most 5% more token rows with them: fp8_wide_tiles) or in one wave for more than half the SMs,
+ * 128 x 128 ones where they give half the SMs a block, else a 128-token tile split along K whose pairs
+ * give more than half of them one (where K halves), clusters of two from a wave of blocks, a second
+ * warpgroup along K for one-warpgroup tiles over a long K; a load asked for is kept. */
 START_TEST(a16_load_choice)
 {
     static const struct {
@@ -908,8 +908,9 @@ END_TEST
 
 /* On the TMA pipeline fp8 and e4m3 x int4 (from 128-token tiles) and W4A16 (from 256-token ones) take
  * 192-token tiles in persistent blocks where, in whole waves of one block an SM, an SM works through
- * at most 5% more token rows and they make one and a half waves (e4m3 x int4 in plain blocks); not where a choice that changes the kernel around them was
- * asked (--persistent does not, but for e4m3 x int4), and not for s8 activations (not measured). */
+ * at most 5% more token rows and they make one and a half waves (e4m3 x int4 in plain blocks); not
+ * where a choice that changes the kernel around them was asked (--persistent does not, but for
+ * e4m3 x int4), and not for s8 activations (not measured). */
 START_TEST(fp8_wide_tiles)
 {
     static const struct { const char *spec; int64_t m, n; wb_config asked; int mt; } cases[] = {
