@@ -214,6 +214,12 @@ typedef struct wb_config {
                      * the second's f32 sums are added to the first's through distributed shared memory, in
                      * that order (wgmma only, not with cluster 2 or persistent; the heuristic's choice for
                      * 16-bit activations where 128 x 128 tiles leave over half the SMs idle); 1: none */
+    int gemv;       /* 1: a matrix-vector kernel, for M = 1 only: signed 2- and 3-bit integer weights without
+                     * zero points go to the MMA as their raw code bits, and the bias that makes them signed
+                     * is taken off each scale group's sum through the token's activation sums (one MMA per
+                     * 8 k16 chunks) instead of a second MMA per k16 step (mma.sync, one m-tile, f16
+                     * activations, scale groups of 32 or a multiple of 64; the heuristic's choice at M = 1
+                     * where it applies); -1: not; 0: warble's choice */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };

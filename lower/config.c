@@ -388,6 +388,9 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
      * 64-token blocks (H200 sweep, docs/perf.md): twice the blocks for the same warps */
     if (!c->m_tiles)
         c->m_tiles = m <= 8 ? 1 : m <= 16 ? 2 : m <= 64 ? 4 : mt_max;
+    /* M = 1: the matrix-vector kernel where it differs (wb_config.gemv) */
+    if (!c->gemv && m == 1 && wb_gemv_applies(f, c))
+        c->gemv = 1;
     int small = m <= 64, decode = m <= 16;
     /* batch-invariant: the K split, and so the order of the f32 sums, depends on K alone */
     if (c->batch_invariant && !c->warps_k)
@@ -533,6 +536,9 @@ wb_status wb_kernel_check_shape(const wb_format *f, const wb_config *c, int64_t 
     if (n % 16 || k % WB_KW)
         return wb_fail(WB_ERR_INVALID, "N must be a multiple of 16 and K a multiple of 64 (got N=%lld, K=%lld)",
                        (long long)n, (long long)k);
+    if (c->gemv > 0 && m != 1)
+        return wb_fail(WB_ERR_INVALID, "a gemv config (a matrix-vector kernel) takes M = 1 only (got M=%lld)",
+                       (long long)m);
     if (n % bn || k % bk)
         return wb_fail(WB_ERR_INVALID, "this config (warps_n=%d, warps_k=%d, k_slices=%d) needs N a multiple of %d "
                                        "and K a multiple of %d (got N=%lld, K=%lld)", c->warps_n, c->warps_k,
@@ -562,7 +568,7 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
            a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1) &&
-           (a->split_k > 1) == (b->split_k > 1);
+           (a->split_k > 1) == (b->split_k > 1) && (a->gemv > 0) == (b->gemv > 0);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -572,10 +578,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
     if (c->cluster > 1)
         snprintf(cl, sizeof cl, ",cluster=%d", c->cluster);
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
                     c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "", cl,
-                    c->split_k > 1 ? ",split_k=2" : "");
+                    c->split_k > 1 ? ",split_k=2" : "", c->gemv > 0 ? ",gemv=1" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,

@@ -47,6 +47,10 @@ typedef struct lw {
                                           a second MMA, sums times 2^(24 - lift) after K */
     wb_reg raw_zero[16];               /* raw, signed codes: the A registers of that second MMA, as a slice's */
     wb_reg *pend;                      /* mma_scaled: a slice's product that the next slice of its group adds to */
+    int gemv;                          /* raw, signed codes, M = 1 (wb_config.gemv): the bias through the
+                                          token's activation sums (gemv_sums) */
+    wb_reg gemv_frag;                  /* gemv: the lane's ldmatrix address of token 0's k16 chunks in stage 0 */
+    wb_reg gsum[8];                    /* gemv: the token's sum over scale group gi of slice j, at j * gpc + gi */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */
     int a8_float;                      /* w8a8 on fp8 codes: the fp8 MMA and f32 sums (else s8, s32 sums) */
     int w4_f8;                         /* 4-bit weights on the fp8 MMA: widened to e4m3 codes */

@@ -162,6 +162,13 @@ wb_status wb_legalize_k_slices(const wb_config *c)
     return WB_OK;
 }
 
+int wb_gemv_applies(const wb_format *f, const wb_config *c)
+{
+    int products = f->g % WB_KW == 0 || f->g == WB_KW / 2; /* the f32 product scaled (dsl/gemm.c) */
+    return c->mma == WB_MMA_SYNC && c->m_tiles == 1 && !c->batch_invariant && f->a.kind == WB_KIND_F16 &&
+           f->w.kind == WB_KIND_INT && products && wb_dequant_raw(f, 1);
+}
+
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
 {
     wb_status s = legalize_format(f, t, c->mma == WB_MMA_TCGEN05);
@@ -233,6 +240,13 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is not built for %s in this build (their scales are "
                                            "loaded by K position in the loop)",
                        wb_format_fp4_acts(f) ? "fp4 activations" : "W8A8 with groups along K");
+    if (c->gemv < -1 || c->gemv > 1)
+        return wb_fail(WB_ERR_UNSUPPORTED, "gemv must be -1 (off), 0 (warble's choice) or 1 (got %d)", c->gemv);
+    if (c->gemv > 0 && !wb_gemv_applies(f, c))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--gemv is built for signed 2- and 3-bit integer weights without zero "
+                                           "points (w=int2, w=int3), f16 activations and scale groups of 32 or a "
+                                           "multiple of 64, on mma.sync with m_tiles 1 and without "
+                                           "--batch-invariant; elsewhere the one-token-tile kernel is the same");
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));

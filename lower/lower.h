@@ -10,6 +10,8 @@
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *cfg);
 /* The range of k_slices (0: let the heuristic choose), before any other rule. */
 wb_status wb_legalize_k_slices(const wb_config *c);
+/* Whether a gemv kernel (wb_config.gemv) is built for this format and config */
+int wb_gemv_applies(const wb_format *f, const wb_config *c);
 /* The format part alone (what any config would need). */
 wb_status wb_legalize_format(const wb_format *f, const wb_target *t);
 /* mma.sync lowering of the standard GEMM (lower/lower_gemm.c). */
@@ -42,13 +44,14 @@ const char *wb_quant_global_entry(void);
  * cheaper exact rule (the hardware e2m1 conversion). */
 void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[4], int scaled, const wb_reg *words,
                       const wb_reg *scales, wb_reg out[16]);
-/* The raw rule (lower_dequant.c): one-plane integer codes without a zero point record (3-bit ones: where
- * it measured faster), into f16 for mma.sync; wb_dequant_raw says whether it applies. The 16 registers
- * hold u * 2^(lift - 24) exactly (lift: wb_dequant_raw_lift of the register, 0 or the code width);
- * the caller adds the MMA of the constant registers wb_dequant_raw_zero(reg) (0: none, unsigned codes)
- * on the same activations and multiplies each f32 sum by 2^(24 - lift) of its row (registers 0 and 2:
- * gid, 1 and 3: gid + 8). */
-int wb_dequant_raw(const wb_format *fmt);
+/* The raw rule (lower_dequant.c): one-plane integer codes without a zero point record (3-bit ones, and
+ * 2-bit ones in a gemv kernel: where it measured faster), into f16 for mma.sync; wb_dequant_raw says
+ * whether it applies. The 16 registers hold u * 2^(lift - 24) exactly (lift: wb_dequant_raw_lift of
+ * the register, 0 or the code width); the caller takes off the bias (signed codes): the MMA of the
+ * constant registers wb_dequant_raw_zero(reg) (0: none, unsigned codes) on the same activations, or,
+ * in a gemv kernel, bias x the token's activation sum x 2^(lift - 24); and multiplies each f32 sum by
+ * 2^(24 - lift) of its row (registers 0 and 2: gid, 1 and 3: gid + 8). */
+int wb_dequant_raw(const wb_format *fmt, int gemv);
 int wb_dequant_raw_lift(const wb_format *fmt, int reg);
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg);
 void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words, wb_reg out[16]);

@@ -461,13 +461,14 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
  * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
  * is one here, so the GPU selftest of any raw kernel fails at once if they are flushed (an H100 took
  * them, 2026-12-06). */
-int wb_dequant_raw(const wb_format *fmt)
+int wb_dequant_raw(const wb_format *fmt, int gemv)
 {
     /* Measured on an H100 at M = 1 (docs/perf.md): int3 with the raw rule ran 1.26-1.34x faster than
      * with the magic rule (its first two-plane layout); int2 and int4 ran 3-4% slower, their bias MMAs
-     * costing more than the fmas they save. So 3-bit codes only, until the others measure faster. */
+     * costing more than the fmas they save. So 3-bit codes only, and 2-bit ones in the matrix-vector
+     * kernel (gemv), whose bias comes from the token's activation sums instead of those MMAs. */
     return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE &&
-           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && fmt->w.bits == 3;
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && (fmt->w.bits == 3 || (gemv && fmt->w.bits == 2));
 }
 
 int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }

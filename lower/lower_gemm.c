@@ -487,6 +487,20 @@ static void plan_frags(lw *L)
         wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, quad, h * 4)), wb_r(row));
         L->afrag[h] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
     }
+    if (L->gemv) {
+        /* lane 8 mi + r: row r of ldmatrix's matrix mi, B's column r of MMA mi / 2 (its b0 or b1 by mi % 2):
+         * 16 k of slice 2 (mi / 2) + r / 4 of the warp's stage, in token 0's row of the tile (row 0,
+         * unswizzled), k 32 (r % 4) / 2 ..: the 16-byte pieces 2 (r % 4) and 2 (r % 4) + 1, b0 the odd
+         * one in odd slices, so that the 8 rows of each matrix fall in distinct banks */
+        wb_reg mi = shri(L, L->lane, 3), s = shri(L, row, 2);
+        wb_reg slice = andi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(shri(L, mi, 1)), wb_imm(2), wb_r(s)),
+                            L->lay.ks - 1);
+        wb_reg odd = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(s), wb_r(andi(L, mi, 1)));
+        wb_reg piece = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, row, 3)), wb_imm(2), wb_r(odd));
+        wb_reg g = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->vwk, slice)), wb_imm(L->lay.bm * 128),
+                       wb_r(L->smem));
+        L->gemv_frag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(piece), wb_imm(16), wb_r(g)), L->lay.a_off);
+    }
 }
 
 /* ---- the K loop */
@@ -1064,6 +1078,45 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         mma_steps(L, c, a, b, (wb_reg){-1});
 }
 
+/* gemv (M = 1): token 0's sum over each scale group of the warp's slices of the stage, into gsum.
+ * Token 0's activations of two slices go to an MMA of ones as B's 8 columns of 16 k (one ldmatrix
+ * reads them from the token's row of the tile: plan_frags), so that one MMA sums 128 k where the bias
+ * MMAs took 16; lane tig of a quad then holds columns 2 tig and 2 tig + 1, a k32 piece, and the
+ * quad's shuffles add the pieces of each group into lane 0, whose sums (column 0) are the token's. */
+static void gemv_sums(lw *L)
+{
+    int ks = L->lay.ks, gpc = L->lay.groups_per_chunk, mmas = ks > 1 ? ks / 2 : 1;
+    wb_reg b[4], ones[4], zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f)), addr = add(L, L->gemv_frag, L->ro);
+    for (int i = 0; i < 4; i++) {
+        b[i] = wb_new_reg(L->f, WB_RC_B32);
+        ones[i] = i ? ones[0] : mov(L, "b32", WB_RC_B32, wb_hex(0x3C003C00u)); /* f16 1.0 pairs */
+    }
+    wb_emit(L->f, WB_OP_COMMENT, NULL, 1, wb_text("gemv: the token's activation sums per scale group (bias x sum "
+                                                  "comes off each group's product)"));
+    if (mmas == 2)
+        wb_emit(L->f, WB_OP_LDMATRIX_X4, NULL, 5, wb_r(b[0]), wb_r(b[1]), wb_r(b[2]), wb_r(b[3]), wb_r(addr));
+    else
+        wb_emit(L->f, WB_OP_LDMATRIX_X2, NULL, 3, wb_r(b[0]), wb_r(b[1]), wb_r(addr));
+    for (int h = 0; h < mmas; h++) {
+        wb_reg d[4];
+        for (int i = 0; i < 4; i++)
+            d[i] = wb_new_reg(L->f, WB_RC_F32);
+        mma_steps_in(L, d, ones, &b[2 * h], zero, 0, 1);
+        wb_reg v = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(d[0]), wb_r(d[1])); /* k32 piece 4h + tig */
+        if (gpc == 2) { /* groups of 32: a piece each; lane 0 gathers pieces 1 to 3 of its quad */
+            for (int p = 0; p < 4 && 2 * h + p / 2 < ks; p++)
+                L->gsum[(2 * h + p / 2) * 2 + p % 2] =
+                    p ? op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(v), wb_imm(p)) : v;
+            continue;
+        }
+        wb_reg w = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v),
+                       wb_r(op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(v), wb_imm(1)))); /* slice 2h + tig / 2 */
+        L->gsum[2 * h] = w;
+        if (2 * h + 1 < ks)
+            L->gsum[2 * h + 1] = op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(w), wb_imm(2));
+    }
+}
+
 /* Each scale group's product (the slice, or its k32 halves) into a fresh f32 tile, then acc +=
  * scale * product, one fma per element: elements 0 and 1 of each m-tile are channel gid, 2 and 3
  * channel gid + 8; group gi's scales are s[gi * 4], s[gi * 4 + 1]. */
@@ -1071,8 +1124,11 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts], *s = L->vals[scales];
     int nacc = L->cfg->m_tiles * 4, gpc = L->lay.groups_per_chunk;
-    /* the raw rule's bias MMAs (A: the constant registers raw_zero), into their own tile q */
-    int bias = L->raw && L->fmt->w.kind == WB_KIND_INT;
+    /* the raw rule's bias, signed codes: MMAs (A: the constant registers raw_zero) into their own tile
+     * q, or in a gemv kernel, bias x the token's sum over the group (gemv_sums) */
+    int bias = L->raw && L->fmt->w.kind == WB_KIND_INT, sums = bias && L->gemv;
+    if (sums && L->sub == 0)
+        gemv_sums(L);
     /* Raw: slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
      * (and per channel): the pair's products go into one f32 tile and one q, summed and scaled once. */
     int paired = L->raw && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
@@ -1087,16 +1143,23 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
         for (int i = 0; i < (bias ? 2 : 1) * nacc && !cont; i++)
             p[i] = wb_new_reg(L->f, WB_RC_F32);
         mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
-        if (bias)
+        if (bias && !sums)
             mma_steps_in(L, q, L->raw_zero, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (first) {
             L->pend = p;
             continue;
         }
+        wb_reg gs = sums ? L->gsum[L->sub * gpc + gi] : none;
+        if (sums && cont) /* the pair's two slices */
+            gs = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(L->gsum[(L->sub - 1) * gpc + gi]), wb_r(gs));
         for (int i = 0; i < nacc; i++) {
             wb_reg sum = p[i];
-            if (bias)
+            if (sums) { /* p - bias x sum x 2^(lift - 24), the sums' scale (lower_epilogue) */
+                double k = -ldexp(1.0, L->fmt->w.bits - 1 + wb_dequant_raw_lift(L->fmt, (i & 3) >> 1) - 24);
+                sum = op3(L, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(gs), wb_f32((float)k), wb_r(p[i]));
+            } else if (bias) {
                 sum = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(p[i]), wb_r(q[i]));
+            }
             wb_emit(L->f, WB_OP_FMA_X2, "f32", 4, wb_r(c[i]), wb_r(sum), wb_r(s[gi * 4 + ((i & 3) >> 1)]), wb_r(c[i]));
         }
     }
@@ -1473,7 +1536,8 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     }
     /* the raw rule at one token tile (its bias MMAs are as many as the weights' own there) */
     L.raw = L.raw && k->cfg.m_tiles == 1 && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs &&
-            wb_dequant_raw(&k->fmt);
+            wb_dequant_raw(&k->fmt, k->cfg.gemv > 0);
+    L.gemv = L.raw && k->cfg.gemv > 0 && k->fmt.w.kind == WB_KIND_INT;
     lower_setup(&L);
 
     int body = -1; /* pp: the first op of the loop body, lowered a second time for the second half */

@@ -792,6 +792,15 @@ START_TEST(a16_kernel_k_slices)
         {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM90A, 1, 32, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
         {"a=f16,w=uint3,ws=f32,g=0,bias=1", WB_ARCH_SM80, 5, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},
         {"a=f16,w=int3,ws=f16,g=64", WB_ARCH_SM75, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 1, .load = WB_LOAD_LDG}},
+        /* gemv (M = 1): the raw rule's bias from the token's activation sums, one MMA of ones per 8 k16
+         * chunks: int2 paired in groups of 128 (the heuristic's pick, then forced), in groups of 32 (a
+         * sum per k32 piece), per channel on one slice a warp (ldmatrix.x2, m16n8k8 on sm_75), int3 in
+         * groups of 64 (unpaired) */
+        {"a=f16,w=int2,ws=f16,g=128", WB_ARCH_SM90A, 1, 64, 2048, {0}},
+        {"a=f16,w=int2,ws=f16,g=128,bias=1", WB_ARCH_SM90A, 1, 64, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 3, .gemv = 1}},
+        {"a=f16,w=int2,ws=f32,g=32", WB_ARCH_SM80, 1, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 2, .gemv = 1}},
+        {"a=f16,w=int2,ws=f16,g=0", WB_ARCH_SM75, 1, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 1, .stages = 1, .load = WB_LOAD_LDG, .gemv = 1}},
+        {"a=f16,w=int3,ws=f16,g=64,out=f16", WB_ARCH_SM86, 1, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 1, .k_slices = 4, .stages = 2, .gemv = 1}},
         /* codes of two and three planes, and 3-bit codes at two token tiles (the magic rule) */
         {"a=f16,w=int3,ws=f16,g=128", WB_ARCH_SM86, 13, 32, 1024, {.m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         {"a=f16,w=uint6,ws=f16,g=64", WB_ARCH_SM80, 5, 32, 1024, {.m_tiles = 1, .warps_n = 2, .warps_k = 1, .k_slices = 2, .stages = 2}},

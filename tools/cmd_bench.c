@@ -144,7 +144,8 @@ static int config_legal(bench *b, wb_config *cfg)
 /* Every legal config a sweep tries, in order, each passed to visit:
  * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
  * takes it, TMA in single blocks) and, on wgmma, pairs of blocks splitting K (--split-k 2) beside
- * each of the first two, and TMA in persistent blocks. Choices given on the command line stay fixed. */
+ * each of the first two, and TMA in persistent blocks; at M = 1, each gemv kernel and the same config
+ * without it. Choices given on the command line stay fixed. */
 static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 24, 32}, wns[] = {1, 2, 4, 8},
@@ -196,10 +197,16 @@ static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void 
                         if (!config_legal(b, &paired) || paired.cluster != 2)
                             continue;
                     }
+                    wb_config plain = cfg;
                     if (!config_legal(b, &cfg))
                         continue;
                     tried++;
                     visit(b, &cfg, ctx);
+                    plain.gemv = -1; /* M = 1: the kernel without gemv beside the gemv one */
+                    if (cfg.gemv > 0 && !forced->gemv && config_legal(b, &plain)) {
+                        tried++;
+                        visit(b, &plain, ctx);
+                    }
                 }
     if (!tried)
         fprintf(stderr, "warble: bench: no legal config to sweep at m=%lld\n", (long long)b->m);

@@ -1,7 +1,7 @@
 /* `warble selftest`: GPU correctness against the library's float64 reference (contract section 2).
  * The plan: (a) the W4A16 family (96 formats) on small shapes, compared element by element; (b) four
  * formats on large shapes, compared on a random sample plus whole edge rows and tile-edge columns;
- * (c) the weight catalog, batch invariance, TMA loads, k_slices 4 and split K; (e) W8A8 (a=s8,
+ * (c) the weight catalog, batch invariance, TMA loads, k_slices 4, split K and gemv; (e) W8A8 (a=s8,
  * w=int8; and e4m3/e5m2 fp8 on the targets this build runs it on), W4A8 and W4A4, W4A8 at decode on
  * two layer shapes too, through wb_layer_gemm_q, with activations quantized by
  * wb_reference_quantize_acts. The plan is the same on every target except for the cases of (e) that a
@@ -274,6 +274,20 @@ static int plan_split(plan *p, int quick, int arch)
     static const int64_t ms[] = {256, 1000};
     return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 2, ms, sizeof ms / sizeof ms[0],
                        offsetof(plan_case, split), (wb_config){.split_k = 2});
+}
+
+/* Part (c): the gemv kernels, the heuristic's at M = 1 for int2 and int3 without zero points: groups
+ * of 128 on issue 3's two layer shapes (int2 on 8192 x 8192 is part (b)'s), of 32, per channel. */
+static int plan_gemv(plan *p, int quick)
+{
+    static const struct { const char *spec; int64_t n, k; } cases[] = {
+        {"a=f16,w=int2,g=128", 28672, 4096}, {"a=f16,w=int3,g=128", 8192, 8192}, {"a=f16,w=int3,g=128", 28672, 4096},
+        {"a=f16,w=int2,ws=f32,g=32", 4096, 4096}, {"a=f16,w=int3,g=0,bias=1", 4096, 4096}};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !rc; i++)
+        if (!quick || i == 1)
+            rc = plan_add(p, cases[i].spec, 1, cases[i].n, cases[i].k, 0);
+    return rc;
 }
 
 static int plan_big(plan *p, int quick)
@@ -1001,7 +1015,7 @@ int cmd_selftest(int argc, char **argv)
     int arch = t.gpu ? (int)wb_gpu_arch(t.gpu) : cli_has(&a, O_ARCH) ? (int)a.arch : -1;
     if ((rc = plan_small(&p, quick)) || (rc = plan_big(&p, quick)) || (rc = plan_catalog(&p, quick)) ||
         (rc = plan_invariant(&p, quick)) || (rc = plan_tma(&p, quick, arch)) || (rc = plan_slices(&p, quick, arch)) ||
-        (rc = plan_split(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)))
+        (rc = plan_split(&p, quick, arch)) || (rc = plan_w8a8(&p, quick, arch)) || (rc = plan_gemv(&p, quick)))
         goto done;
     if (cli_has(&a, O_M)) { /* --m LIST: only the cases of these M (to re-validate kernels a change touched) */
         int kept = 0;

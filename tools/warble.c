@@ -56,6 +56,9 @@ static const char usage_text[] =
     "  --split-k 1|2       2: blocks in pairs on one output tile, each taking half of K, summed in f32\n"
     "                      through distributed shared memory (--mma wgmma; the default for 16-bit\n"
     "                      activations where 128 x 128 tiles leave over half the SMs idle); 1: single blocks\n"
+    "  --gemv on|off       the matrix-vector kernel, M = 1 only: int2 and int3 weights as raw code bits,\n"
+    "                      their bias off each group's sum through the token's activation sums (mma.sync,\n"
+    "                      one m-tile; the default at M = 1 where it applies)\n"
     "ARCH: sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a (aliases: turing, ampere, hopper,\n"
     "  b200, b300, rtx50, ...)\n"
     "exit status: 0 ok, 1 a failed check or run, 2 bad usage or input (unsupported specs included)\n";
