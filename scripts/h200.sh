@@ -74,9 +74,10 @@
 #                                       on 8192 x 8192 and 28672 x 4096 in three rounds (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
-#   scripts/h200.sh sweep m1|m16|formats|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs with
-#                                       k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
-#                                       fp4 weights at M = 1 on two shapes (formats), or int5, int6 and
+#   scripts/h200.sh sweep m1|m16|formats|gemv|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs
+#                                       with k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
+#                                       fp4 weights at M = 1 on two shapes (formats), the gemv kernels of int2
+#                                       and int3 at M = 1 on the same two (gemv), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
 #                                       M = 1 and 16 (w4a8), W4A16 on the suite shapes at M = 256 and 1024
 #                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one;
@@ -131,6 +132,8 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   formats) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32;mxfp4" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1 --warps-n 2" ;;
+  gemv) OUT=$LOGS/$part step 400 bench/decode_sweep.sh "a=f16,w=int2,g=128;a=f16,w=int3,g=128" 8192x8192,28672x4096 \
+        "--m 1 --mma mma.sync --m-tiles 1 --gemv on" ;;
   wide) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int5,g=128;a=f16,w=int6,g=128;a=f16,w=e2m1,ws=e8m0,g=32" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1" ;;
@@ -148,7 +151,7 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
       OUT=$LOGS/$part/m$m step $((560 / $#)) bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m $m $extra"
     done ;;
-  *) echo "sweep part: m1, m16, formats, wide, w4a8, mid or big"; exit 2 ;;
+  *) echo "sweep part: m1, m16, formats, gemv, wide, w4a8, mid or big"; exit 2 ;;
   esac | tee "$LOGS/sweep-$part.md"
   pack
   exit 0

@@ -1400,7 +1400,7 @@ START_TEST(batch_invariant_configs)
             ck_assert_int_eq(wb_kernel_ptx(&f, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx), WB_OK);
             ck_assert_ptr_null(strstr(ptx, "mma_scaled"));
             free(ptx);
-            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0}));
+            ck_assert(!wb_config_equal(&c, &(wb_config){c.m_tiles, c.warps_n, c.warps_k, c.stages, c.load, c.mma, 0, c.k_slices, 0, 0, 0, 0}));
         }
         ck_assert(plain_varies && plain_mma); /* the property is not free */
     }
