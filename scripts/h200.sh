@@ -76,8 +76,8 @@
 #                                       (the heuristic's kernels) beside torch at large M
 #   scripts/h200.sh sweep m1|m16|formats|gemv|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs
 #                                       with k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
-#                                       fp4 weights at M = 1 on two shapes (formats), the gemv kernels of int2
-#                                       and int3 at M = 1 on the same two (gemv), or int5, int6 and
+#                                       fp4 weights at M = 1 on two shapes (formats), int2's gemv kernels at
+#                                       M = 1 on the same two (gemv), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
 #                                       M = 1 and 16 (w4a8), W4A16 on the suite shapes at M = 256 and 1024
 #                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one;
@@ -132,7 +132,7 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
   formats) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=e2m1,ws=e8m0,g=32;mxfp4" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1 --warps-n 2" ;;
-  gemv) OUT=$LOGS/$part step 400 bench/decode_sweep.sh "a=f16,w=int2,g=128;a=f16,w=int3,g=128" 8192x8192,28672x4096 \
+  gemv) OUT=$LOGS/$part step 500 bench/decode_sweep.sh "a=f16,w=int2,g=128" 8192x8192,28672x4096 \
         "--m 1 --mma mma.sync --m-tiles 1 --gemv on" ;;
   wide) OUT=$LOGS/$part step 500 bench/decode_sweep.sh \
         "a=f16,w=int5,g=128;a=f16,w=int6,g=128;a=f16,w=e2m1,ws=e8m0,g=32" 8192x8192,28672x4096 \
