@@ -243,8 +243,8 @@ static void plan_slots(lw *L, plan *p, int total, slot_fn *fn)
  * 16-byte chunks swizzled by chunk ^ (row & 7), wgmma's 128B swizzle. */
 static void slot_a(lw *L, wb_reg id, slot *sl)
 {
-    int bm = L->lay.bm;
-    wb_reg c = andi(L, id, 7), r = remi(L, shri(L, id, 3), bm), wk = divi(L, id, bm * 8);
+    int bm = L->lay.bm, rows = L->gemv ? 1 : bm; /* gemv: token 0's row alone */
+    wb_reg c = andi(L, id, 7), r = remi(L, shri(L, id, 3), rows), wk = divi(L, id, rows * 8);
     wb_reg row = add(L, L->m0, r);
     sl->pred = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(sl->pred), wb_r(row), wb_r(L->m));
@@ -394,7 +394,9 @@ static void plan_copies(lw *L)
 {
     int warps = L->cfg->warps_n * L->lay.vk; /* warp slices */
     int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
-    plan_slots(L, &L->pa, L->lay.bm * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
+    /* gemv (M = 1): the token's row of each slice, not the tile's bm rows (past M, never read into a
+     * stored column: the copies are not issued at all) */
+    plan_slots(L, &L->pa, (L->gemv ? 1 : L->lay.bm) * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
 }
@@ -1154,6 +1156,8 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
             gs = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(L->gsum[(L->sub - 1) * gpc + gi]), wb_r(gs));
         for (int i = 0; i < nacc; i++) {
             wb_reg sum = p[i];
+            if (L->gemv && i % 2) /* gemv: elements 1 and 3 are token 2 tig + 1, never token 0 */
+                continue;
             if (sums) { /* p - bias x sum x 2^(lift - 24), the sums' scale (lower_epilogue) */
                 double k = -ldexp(1.0, L->fmt->w.bits - 1 + wb_dequant_raw_lift(L->fmt, (i & 3) >> 1) - 24);
                 sum = op3(L, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(gs), wb_f32((float)k), wb_r(p[i]));
