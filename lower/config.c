@@ -286,8 +286,8 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
     }
 }
 
-/* Where a grid of `blocks` fills its waves (within 10%), the fewest stages, 3 to 8, that leave an SM no
- * room for a block beyond its share of the wave; else the stages stay. A kernel that lets the next one
+/* Where a grid of `blocks` fills its waves (within 10%), the fewest stages from c's (3 or 4) to 8 that
+ * leave an SM no room for a block beyond its share of the wave; else the stages stay. A kernel that lets the next one
  * in at the top (PDL at one m-tile) and holds few registers otherwise shares its SMs with the next
  * kernel's early blocks: per channel at M = 1 on 8192 x 8192 (H100, docs/perf.md) W4A8-fp8 ran 14.8 us
  * at 6 stages of 12 KB (three blocks of 16 warps an SM) and 11.8 at 7, s8 x int4 14.1 at 4 and 12.3
@@ -297,7 +297,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
     int64_t sms = t->sm_count_hint, per_sm = (blocks + sms - 1) / sms;
     if (blocks * 10 < per_sm * sms * 9)
         return;
-    for (c->stages = 3; c->stages < 8; c->stages++) {
+    for (; c->stages < 8; c->stages++) {
         wb_layout lay;
         wb_layout_get(f, c, t->arch, &lay);
         if (t->smem_max / (lay.smem + 1024) <= per_sm)
@@ -478,8 +478,12 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
         int64_t blocks = n / (16 * c->warps_n) * mblocks, per_sm = (blocks + t->sm_count_hint - 1) / t->sm_count_hint;
         int64_t fit = t->smem_max / (per_sm * (one.stage + 1024)); /* 1 KB a block the SM keeps */
         c->stages = fit > 5 ? 5 : fit < 3 ? 3 : (int)fit;
-        if (four) { /* 3, or where the grid fills its waves the fewest that keep a block beyond them out */
-            c->stages = 3;
+        /* 3 (gemv: 4), or where the grid fills its waves the fewest that keep a block beyond them out. The
+         * gemv kernels hold 70 registers to the others' 94, so at 3 stages a third block of 8 warps fits
+         * an SM beside the wave's two on 8192 x 8192, and int2 ran 9.9 us there against 7.9 at 4; on
+         * 28672 x 4096 4 stages ran 12.8 against 13.1 (H100, docs/perf.md) */
+        if (four) {
+            c->stages = c->gemv > 0 ? 4 : 3;
             keep_extra_blocks_out(t, f, c, blocks);
         }
     }
@@ -519,9 +523,11 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     if (decode && wb_w4a8_f16(f, arch))
         tune_w4a8_f16(t, f, &asked, m, n, k, c);
     else if (c->m_tiles == 1 && decode && wb_format_w8a8(f) && wb_type_w4(f->w) && !f->g && !f->ag &&
-             !forced_stages && (t->features & WB_FEAT_GRIDDEP)) /* W4A8 s8 per channel; int8 streams at the
-                                                                   copy's speed already */
+             !forced_stages && (t->features & WB_FEAT_GRIDDEP)) { /* W4A8 s8 per channel; int8 streams at
+                                                                     the copy's speed already */
+        c->stages = 3;
         keep_extra_blocks_out(t, f, c, n / (16 * c->warps_n) * mblocks);
+    }
     return WB_OK;
 }
 

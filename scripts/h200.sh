@@ -69,9 +69,10 @@
 #                                       mma.sync sweeps; with peers and SWEEP16=1, W4A16 sweeps at M = 16
 #   scripts/h200.sh mid                 W4A16 at M = 256 on 4096 x 14336, 6144 x 4096, 28672 x 4096: every wgmma config
 #   scripts/h200.sh stalls              ncu's stall reasons of the decode kernels (W4A16 M = 1, 16, int2, W4A8-fp8)
-#   [MORE_PAIRS=..] scripts/h200.sh formats  the selftest of the kernels the ledger lacks, int2 and int3 at M = 1
-#                                       with and without gemv (bench/ab_flags.sh, and MORE_PAIRS), the weight types at M = 1
-#                                       on 8192 x 8192 and 28672 x 4096 in three rounds (issue 3's table)
+#   [MORE_PAIRS=..] [ROUNDS=3] scripts/h200.sh formats  the selftest of the kernels the ledger lacks, int2
+#                                       and int3 at M = 1 with and without gemv (bench/ab_flags.sh, and
+#                                       MORE_PAIRS), the weight types at M = 1 on 8192 x 8192 and
+#                                       28672 x 4096 in ROUNDS rounds (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
 #   scripts/h200.sh sweep m1|m16|formats|gemv|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs
@@ -327,7 +328,7 @@ if [ "$mode" = formats ]; then # the kernels the ledger lacks, gemv on and off, 
   OUT=$LOGS PAIRS="$PAIRS${MORE_PAIRS:+;$MORE_PAIRS}" step 200 bash bench/ab_flags.sh
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
-  PYTHONUNBUFFERED=1 step 300 python3 bench/warble_peers.py --no-torch --copy-ceiling --rounds 3 \
+  PYTHONUNBUFFERED=1 step 300 python3 bench/warble_peers.py --no-torch --copy-ceiling --rounds "${ROUNDS:-3}" \
     --shapes 8192x8192,28672x4096 --m 1 --spec "$formats" --out "$LOGS/formats.jsonl" >>"$LOGS/formats.log" 2>&1 ||
     tail -5 "$LOGS/formats.log"
   python3 bench/peers_summary.py "$LOGS/formats.jsonl" --base a=f16,w=int4,g=128 >"$LOGS/formats.md" 2>&1

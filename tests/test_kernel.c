@@ -6,6 +6,7 @@
 #include "dsl/tile.h"
 #include "lower/isa.h"
 #include "lower/layout.h"
+#include "lower/lower.h"
 #include "lower/target.h"
 #include "testutil.h"
 
@@ -1323,18 +1324,39 @@ START_TEST(config_choice_and_shape_rules)
         ck_assert_msg(d.warps_n == atoi(wn_of[i][1]), "%s: wn=%d", wn_of[i][0], d.warps_n);
     }
     /* codes of 2 bits or fewer at one m-tile: four slices a warp, 3 stages (the H100 sweeps' best on
-     * the two shapes of issue 3's bar); 3-bit codes keep two; a forced warps_k keeps one */
-    struct { const char *spec; int64_t n, k; int wn, wk, ks, st; } four[] = {
-        {"a=f16,w=int2,g=128", 8192, 8192, 2, 4, 4, 3}, {"a=f16,w=int2,g=128", 28672, 4096, 2, 2, 4, 3},
-        {"a=f16,w=uint1,g=0", 28672, 4096, 2, 2, 4, 3}, {"a=f16,w=int3,g=128", 28672, 4096, 2, 2, 2, 3}};
+     * the two shapes of issue 3's bar), 4 for the gemv kernels (M = 1: signed codes without zero
+     * points), whose fewer registers would let a third block in at 3; at M = 2 int2 is no gemv kernel;
+     * 3-bit codes keep two slices; a forced warps_k keeps one */
+    struct { const char *spec; int64_t m, n, k; int wn, wk, ks, st, gemv; } four[] = {
+        {"a=f16,w=int2,g=128", 1, 8192, 8192, 2, 4, 4, 4, 1}, {"a=f16,w=int2,g=128", 1, 28672, 4096, 2, 2, 4, 4, 1},
+        {"a=f16,w=int2,g=128", 2, 8192, 8192, 2, 4, 4, 3, 0}, {"a=f16,w=uint1,g=0", 1, 28672, 4096, 2, 2, 4, 3, 0},
+        {"a=f16,w=int3,g=128", 1, 28672, 4096, 2, 2, 2, 3, 1}, {"a=f16,w=int3,g=128", 1, 8192, 8192, 1, 4, 2, 4, 1}};
     for (size_t i = 0; i < sizeof four / sizeof four[0]; i++) {
         wb_format g = fmt(four[i].spec);
         wb_config d = {0};
-        ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, 1, four[i].n, four[i].k, &d), WB_OK);
+        ck_assert_int_eq(wb_config_choose(&g, WB_ARCH_SM90A, four[i].m, four[i].n, four[i].k, &d), WB_OK);
         ck_assert_msg(d.warps_n == four[i].wn && d.warps_k == four[i].wk && d.k_slices == four[i].ks &&
-                      d.stages == four[i].st, "%s %lld x %lld: wn=%d wk=%d ks=%d stages=%d", four[i].spec,
-                      (long long)four[i].n, (long long)four[i].k, d.warps_n, d.warps_k, d.k_slices, d.stages);
+                      d.stages == four[i].st && d.gemv == four[i].gemv, "%s M=%lld %lld x %lld: wn=%d wk=%d ks=%d "
+                      "stages=%d gemv=%d", four[i].spec, (long long)four[i].m, (long long)four[i].n,
+                      (long long)four[i].k, d.warps_n, d.warps_k, d.k_slices, d.stages, d.gemv);
     }
+    /* gemv: M = 1 only, and only where it changes the kernel (--gemv off keeps the kernel before it) */
+    wb_format w4 = fmt("w4a16"), zp = fmt("a=f16,w=uint2,g=128,zp=int");
+    wb_config on = {.gemv = 1}, off = {.gemv = -1}, none = {0};
+    ck_assert_int_eq(wb_config_choose(&w4, WB_ARCH_SM90A, 1, 8192, 8192, &none), WB_OK);
+    ck_assert_int_eq(none.gemv, 0);
+    ck_assert_int_eq(wb_config_choose(&zp, WB_ARCH_SM90A, 1, 8192, 8192, &none), WB_OK);
+    ck_assert_int_eq(none.gemv, 0);
+    ck_assert_int_eq(wb_config_choose(&w4, WB_ARCH_SM90A, 1, 8192, 8192, &on), WB_OK);
+    ck_assert_int_eq(wb_legalize(&w4, wb_target_get(WB_ARCH_SM90A), &on), WB_ERR_UNSUPPORTED);
+    wb_format i2g = fmt("a=f16,w=int2,g=128");
+    ck_assert_int_eq(wb_config_choose(&i2g, WB_ARCH_SM90A, 1, 8192, 8192, &off), WB_OK);
+    ck_assert_int_eq(off.gemv, -1);
+    ck_assert_int_eq(off.stages, 3);
+    wb_config g1 = {0};
+    ck_assert_int_eq(wb_config_choose(&i2g, WB_ARCH_SM90A, 1, 8192, 8192, &g1), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&i2g, &g1, 1, 8192, 8192), WB_OK);
+    ck_assert_int_eq(wb_kernel_check_shape(&i2g, &g1, 2, 8192, 8192), WB_ERR_INVALID);
     wb_format i2 = fmt("a=f16,w=int2,g=128");
     wb_config fk = {.warps_k = 4};
     ck_assert_int_eq(wb_config_choose(&i2, WB_ARCH_SM90A, 1, 8192, 8192, &fk), WB_OK);
