@@ -5,7 +5,8 @@ warble's median time over the rounds, its torch peer's (torch f16, the plain `_s
 (each round's pair timed seconds apart, so a clock change between rounds moves both), and where the
 run measured the copy ceiling (--copy-ceiling), warble's median bandwidth as a share of it.
 With --base SPEC, a second table: each other spec's time beside SPEC's, per round (SPEC's time over
-the other's: issue 5 asks W4A8 for at least 1.0x fp8 at M = 16384 and 1.8x at M <= 16).
+the other's: issue 5 asks W4A8 for at least 1.0x fp8 at M = 16384 and 1.8x at M <= 16), and its
+effective bandwidth as a share of SPEC's (issue 3: every weight type at least 85% of int4's).
 usage: peers_summary.py PEERS.jsonl [--base SPEC]"""
 import argparse
 import json
@@ -15,24 +16,32 @@ PEERS = ("w16a16_fp16", "w8a8_fp8_rowwise", "w8a8_int8_intmm")
 
 
 def versus(rows, base):
-    """SPEC's time over each other spec's, in the same round, shape, M and variant."""
-    times = {}  # (fmt, variant, process, round, N, K, M) -> us
+    """SPEC's time over each other spec's, in the same round, shape, M and variant; and the other's
+    effective bandwidth (its bytes over its time) as a share of SPEC's (issue 3 asks every weight type
+    for at least 85% of int4's at M = 1)."""
+    times = {}  # (fmt, variant, process, round, N, K, M) -> (us, TB/s)
     process = 0  # each warble_peers.py process starts with its environment record
     for r in rows:
         process += bool(r.get("env"))
         if r.get("peer") == "warble" and "us" in r:
-            times[(r["fmt"], r.get("variant", "auto"), process, r.get("round", 0), r["N"], r["K"], r["M"])] = r["us"]
+            times[(r["fmt"], r.get("variant", "auto"), process, r.get("round", 0), r["N"], r["K"], r["M"])] = (
+                r["us"], r.get("tbps"))
     by = {}
-    for (fmt, variant, proc, rnd, n, k, m), us in times.items():
+    for (fmt, variant, proc, rnd, n, k, m), (us, tbps) in times.items():
         b = times.get((base, variant, proc, rnd, n, k, m))
         if fmt != base and b is not None:
-            by.setdefault((fmt, variant, n, k, m), []).append(b / us)
+            share = tbps / b[1] if tbps and b[1] else None
+            by.setdefault((fmt, variant, n, k, m), []).append((b[0] / us, share))
     print()
-    print("| spec | variant | N x K | M | rounds | %s / spec (median of rounds, range) |" % base)
-    print("| --- | --- | --- | ---: | ---: | --- |")
-    for (fmt, variant, n, k, m), ratios in by.items():
-        print("| %s | %s | %dx%d | %d | %d | **%.3f** (%.3f-%.3f) |" % (
-            fmt[:40], variant, n, k, m, len(ratios), st.median(ratios), min(ratios), max(ratios)))
+    print("| spec | variant | N x K | M | rounds | %s / spec (median of rounds, range) | bandwidth of %s's "
+          "(median, range) |" % (base, base))
+    print("| --- | --- | --- | ---: | ---: | --- | --- |")
+    for (fmt, variant, n, k, m), pairs in by.items():
+        ratios = [p[0] for p in pairs]
+        shares = [p[1] for p in pairs if p[1] is not None]
+        bw = "%.1f%% (%.1f-%.1f%%)" % (100 * st.median(shares), 100 * min(shares), 100 * max(shares)) if shares else "-"
+        print("| %s | %s | %dx%d | %d | %d | **%.3f** (%.3f-%.3f) | %s |" % (
+            fmt[:40], variant, n, k, m, len(ratios), st.median(ratios), min(ratios), max(ratios), bw))
 
 
 def main(path, base=None):

@@ -287,11 +287,11 @@ static void choose_tcgen05(const wb_target *t, const wb_format *f, int64_t m, in
 }
 
 /* Where a grid of `blocks` fills its waves (within 10%), the fewest stages from c's (3 or 4) to 8 that
- * leave an SM no room for a block beyond its share of the wave; else the stages stay. A kernel that lets the next one
- * in at the top (PDL at one m-tile) and holds few registers otherwise shares its SMs with the next
- * kernel's early blocks: per channel at M = 1 on 8192 x 8192 (H100, docs/perf.md) W4A8-fp8 ran 14.8 us
- * at 6 stages of 12 KB (three blocks of 16 warps an SM) and 11.8 at 7, s8 x int4 14.1 at 4 and 12.3
- * at 7; where a wave is not filled the extra room serves (6144 x 4096). */
+ * leave an SM no room for a block beyond its share of the wave; else the stages stay. A kernel that
+ * lets the next one in at the top (PDL at one m-tile) and holds few registers otherwise shares its SMs
+ * with the next kernel's early blocks: per channel at M = 1 on 8192 x 8192 (H100, docs/perf.md)
+ * W4A8-fp8 ran 14.8 us at 6 stages of 12 KB (three blocks of 16 warps an SM) and 11.8 at 7, s8 x int4
+ * 14.1 at 4 and 12.3 at 7; where a wave is not filled the extra room serves (6144 x 4096). */
 static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_config *c, int64_t blocks)
 {
     int64_t sms = t->sm_count_hint, per_sm = (blocks + sms - 1) / sms;

@@ -467,8 +467,9 @@ int wb_dequant_raw(const wb_format *fmt, int gemv)
      * with the magic rule (its first two-plane layout); int2 and int4 ran 3-4% slower, their bias MMAs
      * costing more than the fmas they save. So 3-bit codes only, and 2-bit ones in the matrix-vector
      * kernel (gemv), whose bias comes from the token's activation sums instead of those MMAs. */
+    int bits = fmt->w.bits;
     return wb_format_compute(fmt).kind == WB_KIND_F16 && fmt->zp == WB_ZP_NONE &&
-           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && (fmt->w.bits == 3 || (gemv && fmt->w.bits == 2));
+           (fmt->w.kind == WB_KIND_INT || fmt->w.kind == WB_KIND_UINT) && (bits == 3 || (gemv && bits == 2));
 }
 
 int wb_dequant_raw_lift(const wb_format *fmt, int reg) { return reg & 1 ? fmt->w.bits : 0; }

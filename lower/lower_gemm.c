@@ -501,7 +501,8 @@ static void plan_frags(lw *L)
         wb_reg piece = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, row, 3)), wb_imm(2), wb_r(odd));
         wb_reg g = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->vwk, slice)), wb_imm(L->lay.bm * 128),
                        wb_r(L->smem));
-        L->gemv_frag = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(piece), wb_imm(16), wb_r(g)), L->lay.a_off);
+        g = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(piece), wb_imm(16), wb_r(g));
+        L->gemv_frag = addi(L, g, L->lay.a_off);
     }
 }
 
@@ -1111,8 +1112,8 @@ static void gemv_sums(lw *L)
                     p ? op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(v), wb_imm(p)) : v;
             continue;
         }
-        wb_reg w = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v),
-                       wb_r(op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(v), wb_imm(1)))); /* slice 2h + tig / 2 */
+        wb_reg w = op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(v), wb_imm(1));
+        w = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(v), wb_r(w)); /* slice 2h + tig / 2 */
         L->gsum[2 * h] = w;
         if (2 * h + 1 < ks)
             L->gsum[2 * h + 1] = op2(L, WB_OP_SHFL_BFLY, NULL, WB_RC_F32, wb_r(w), wb_imm(2));

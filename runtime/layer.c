@@ -123,6 +123,8 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: cluster must be 0, 1, 2 or 4 (got %d)", cfg->cluster);
     if (cfg && (cfg->split_k < 0 || cfg->split_k > 2))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: split_k must be 0, 1 or 2 (got %d)", cfg->split_k);
+    if (cfg && (cfg->gemv < -1 || cfg->gemv > 1))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: gemv must be -1, 0 or 1 (got %d)", cfg->gemv);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)

@@ -351,6 +351,30 @@ expect 2 "--load tma on mma.sync" "wgmma kernel only" -- $W ptx w4a16 --arch sm_
 expect 2 "--load tma on sm_80" "no TMA" -- $W ptx w4a16 --arch sm_80 --m 300 --load tma
 expect 2 "--batch-invariant with wgmma" "batch-invariant mode uses mma.sync" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --batch-invariant --mma wgmma
+# gemv: the pick at M = 1 for int2 and int3 without zero points (their raw rule, the bias from the
+# token's activation sums), never at M = 2 or for int4; --gemv off gives the kernel without it
+if expect 0 "ptx gemv at M = 1" "" -- $W ptx a=f16,w=int2,g=128 --arch sm_90a --m 1,2 --n 8192 --k 8192 --hash; then
+    [ "$(grep -c ',gemv=1$' "$tmp/out")" -eq 1 ] && head -n 1 "$tmp/out" | grep -q ',gemv=1$' ||
+        fail "gemv is not the pick at M = 1 alone: $(cat "$tmp/out")"
+fi
+if expect 0 "ptx --gemv off" "" -- $W ptx a=f16,w=int2,g=128 --arch sm_90a --m 1 --n 8192 --k 8192 --gemv off --plain; then
+    grep -q 'gemv' "$tmp/out" && fail "--gemv off still sums the activations"
+fi
+if expect 0 "ptx gemv annotated" "" -- $W ptx a=f16,w=int3,g=128 --arch sm_80 --m 1 --n 4096 --k 4096; then
+    grep -q "gemv: the token's activation sums" "$tmp/out" || fail "the gemv kernel does not say where its bias comes from"
+    grep -q 'dequant rule: raw 3-bit' "$tmp/out" || fail "the gemv kernel does not name the raw rule"
+fi
+expect 0 "ptx gemv not for int4" "" -- $W ptx w4a16 --arch sm_90a --m 1 --n 8192 --k 8192 --hash
+grep -q 'gemv' "$tmp/out" && fail "w4a16 at M = 1 picks gemv: $(cat "$tmp/out")"
+expect 2 "--gemv on at M = 2" "takes M = 1 only" -- $W ptx a=f16,w=int2,g=128 --arch sm_90a --m 2 --gemv on
+expect 2 "--gemv on for int4" "--gemv is built for signed 2- and 3-bit" -- $W ptx w4a16 --arch sm_90a --m 1 --gemv on
+expect 2 "--gemv with zero points" "--gemv is built for" -- $W ptx gptq-int3 --arch sm_90a --m 1 --gemv on
+expect 2 "--gemv bad value" "allowed: on, off" -- $W ptx a=f16,w=int2,g=128 --arch sm_90a --m 1 --gemv yes
+if expect 0 "sweep --list gemv" "" -- $W bench a=f16,w=int2,g=128 --m 1 --n 8192 --k 8192 --mma mma.sync \
+    --m-tiles 1 --warps-n 2 --warps-k 4 --k-slices 4 --sweep --list --arch sm_90a; then
+    [ "$(grep -c ',gemv=1$' "$tmp/out")" -gt 0 ] && [ "$(grep -c ',gemv=1$' "$tmp/out")" -eq "$(grep -vc ',gemv=1$' "$tmp/out")" ] ||
+        fail "the M = 1 sweep does not list each gemv config beside the one without: $(cat "$tmp/out")"
+fi
 
 # ---- check, against a fake ptxas
 cat >"$tmp/ptxas" <<'FAKE'

@@ -180,6 +180,33 @@ START_TEST(test_layer_persistent_grid)
 }
 END_TEST
 
+/* gemv: the layer's kernel at M = 1 for int2 is the matrix-vector one, at M = 2 not; a forced gemv config
+ * is refused at M = 2 before any launch, and set_config refuses a gemv value other than -1, 0 or 1. */
+START_TEST(test_layer_gemv)
+{
+    wb_gpu *g = fake_gpu();
+    wb_layer *l = make_layer(g, "a=f16,w=int2,g=128", 4096, 1024);
+    wb_config cfg;
+    ck_assert_int_eq(wb_layer_gemm(l, 1, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.gemv, 1);
+    ck_assert_int_eq(wb_layer_gemm(l, 2, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_eq(cfg.gemv, 0);
+    ck_assert_error(wb_layer_set_config(l, &(wb_config){.gemv = 2}), WB_ERR_INVALID, "gemv must be");
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.gemv = 1}), WB_OK);
+    int launches = fake.launches;
+    ck_assert_error(wb_layer_gemm(l, 2, 0xA000, 0xB000, NULL), WB_ERR_INVALID, "M = 1 only");
+    ck_assert_int_eq(fake.launches, launches);
+    ck_assert_int_eq(wb_layer_set_config(l, &(wb_config){.gemv = -1}), WB_OK);
+    ck_assert_int_eq(wb_layer_gemm(l, 1, 0xA000, 0xB000, NULL), WB_OK);
+    ck_assert_int_eq(wb_layer_last_kernel(l, &cfg, NULL), WB_OK);
+    ck_assert_int_le(cfg.gemv, 0);
+    wb_layer_destroy(l);
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 /* Misaligned device pointers are refused before any launch, naming the pointer (a fault there would
  * spoil the caller's CUDA context): activations 16 bytes, output 2, f32 scales and a_global 4; the
  * quantizer's x, codes and f32 scales 4. */
@@ -517,6 +544,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_layer_misaligned);
     tcase_add_test(b, test_layer_gemm_tma);
     tcase_add_test(b, test_layer_persistent_grid);
+    tcase_add_test(b, test_layer_gemv);
     tcase_add_test(b, test_layer_gemm_q);
     tcase_add_test(b, test_layer_gemm_x);
     tcase_add_test(b, test_layer_fp4_quantizer);
