@@ -54,7 +54,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
 int wb_dequant_raw(const wb_format *fmt, int gemv);
 int wb_dequant_raw_lift(const wb_format *fmt, int reg);
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg);
-void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words, wb_reg out[16]);
+void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, const wb_reg *words, wb_reg out[16]);
 /* The group of each k16 step among a slice's records, in natural k order (wb_lower_dequant). */
 void wb_dequant_natural_groups(const wb_format *fmt, int groups_per_chunk, int group_of_step[4]);
 

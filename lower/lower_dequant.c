@@ -482,7 +482,7 @@ uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
     return pair(0x8000 | z);
 }
 
-void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words, wb_reg out[16])
+void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, const wb_reg *words, wb_reg out[16])
 {
     dq d = {.f = f, .fmt = fmt, .ty = "f16x2", .byte_step = -1};
     wb_codes cs;
@@ -491,7 +491,9 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, const wb_reg *words,
     char note[240];
     snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24), masked "
              "in place (lift 0 for channel gid, %d for gid + 8); no fma: %s", fmt->w.bits, fmt->w.bits,
-             fmt->w.kind == WB_KIND_INT ? "a second MMA subtracts the bias" : "no bias");
+             fmt->w.kind != WB_KIND_INT ? "no bias"
+             : gemv                     ? "the token's activation sums take off the bias (gemv)"
+                                        : "a second MMA subtracts the bias");
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     for (int step = 0; step < 4; step++)
         for (int reg = 0; reg < 4; reg++) {

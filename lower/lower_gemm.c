@@ -768,7 +768,7 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
     int gos[4];
     wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
     if (out && L->raw && L->vals[o->args[0]])
-        wb_lower_dequant_raw(L->f, L->fmt, L->vals[o->args[0]], out);
+        wb_lower_dequant_raw(L->f, L->fmt, L->gemv, L->vals[o->args[0]], out);
     else if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
         wb_lower_dequant(L->f, L->fmt, gos, !o->unscaled, L->vals[o->args[0]], L->vals[o->args[1]], out);
 }
