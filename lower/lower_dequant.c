@@ -27,8 +27,8 @@
  *    entries, then bit 2, then bit 3).
  *  - raw integer codes (mma.sync, f16, 3-bit codes without a zero point record, the scale on the
  *    f32 product; wb_lower_dequant_raw below): the masked code bits are already an exact f16
- *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, a multiply
- *    after K).
+ *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, or in a gemv
+ *    kernel the token's activation sums; a multiply after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
  *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
  *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
@@ -457,7 +457,8 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
  * word (in a 3-bit plane, but for its last two couples) and one shift serves both; the 3-bit plane's
  * split field is gathered at its lift. The MMA of these values is sum u b * 2^(lift - 24); a second
  * MMA with the constant registers -bias * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
- * subtracts bias * sum b; the caller multiplies each f32 sum by 2^(24 - lift) of its row after K.
+ * subtracts bias * sum b (a gemv kernel takes it off each group through the token's sum of b instead:
+ * lower_gemm.c, gemv_sums); the caller multiplies each f32 sum by 2^(24 - lift) of its row after K.
  * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
  * is one here, so the GPU selftest of any raw kernel fails at once if they are flushed (an H100 took
  * them, 2026-12-06). */
