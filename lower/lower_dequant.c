@@ -25,10 +25,10 @@
  *  - lookup tables (nf4, lut4): the 16 values, rounded once to the compute type, sit in 8 registers;
  *    three levels of prmt pick each code's 16 bits (bits 0-1 of the code inside a group of four
  *    entries, then bit 2, then bit 3).
- *  - raw integer codes (mma.sync, f16, 3-bit codes without a zero point record, the scale on the
- *    f32 product; wb_lower_dequant_raw below): the masked code bits are already an exact f16
- *    subnormal, so no fma; the bias and the power of two are the caller's (a second MMA, or in a gemv
- *    kernel the token's activation sums; a multiply after K).
+ *  - raw integer codes (mma.sync, f16, 3-bit codes without a zero point record, and 2-bit ones in a
+ *    gemv kernel, the scale on the f32 product; wb_lower_dequant_raw below): the masked code bits are
+ *    already an exact f16 subnormal, so no fma; the bias and the power of two are the caller's (a
+ *    second MMA, or in a gemv kernel the token's activation sums; a multiply after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
  *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
  *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
