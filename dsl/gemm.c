@@ -14,7 +14,7 @@ static int needs_scale_tile(const wb_format *f)
  * (8 fmas against 16). A float zero point is added after scaling, so it keeps the scale in the
  * dequant. (wgmma and tcgen05 tiles are wide: they scale the weights. So does the batch-invariant mode, whose
  * rounding must not change with m_tiles.) */
-static int scale_products(const wb_format *f, const wb_config *cfg)
+int wb_gemm_scales_products(const wb_format *f, const wb_config *cfg)
 {
     int slice = f->g % WB_SLICE_K == 0 && cfg->m_tiles <= 2, half = f->g == WB_SLICE_K / 2 && cfg->m_tiles == 1;
     return (slice || half) && f->zp != WB_ZP_FP && cfg->mma != WB_MMA_WGMMA && cfg->mma != WB_MMA_TCGEN05 &&
@@ -78,7 +78,7 @@ wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg, int block_sca
     int wf = wb_load_frag(k, w);
     int sf = s >= 0 ? wb_load_frag(k, s) : -1;
     int af = wb_load_frag(k, at);
-    if (scale_products(f, cfg)) {
+    if (wb_gemm_scales_products(f, cfg)) {
         int wd = wb_dequant_unscaled(k, wf, sf);
         wb_mma_scaled(k, acc, wd, af, sf);
     } else {

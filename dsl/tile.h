@@ -159,5 +159,8 @@ void wb_kernel_print(wb_kernel *k, wb_buf *out);
 /* The standard GEMM of this format, built from tile ops (dsl/gemm.c). block_scale: the target's MMA
  * applies this format's block scales (lower/isa.h, wb_isa_block_scale_vec), or 0. */
 wb_kernel *wb_build_gemm(const wb_format *f, const wb_config *cfg, int block_scale);
+/* Whether wb_build_gemm's kernel scales each slice's (or k32 group's) f32 product (wb_mma_scaled)
+ * instead of the dequantized weights */
+int wb_gemm_scales_products(const wb_format *f, const wb_config *cfg);
 
 #endif

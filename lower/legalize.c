@@ -164,9 +164,8 @@ wb_status wb_legalize_k_slices(const wb_config *c)
 
 int wb_gemv_applies(const wb_format *f, const wb_config *c)
 {
-    int products = f->g % WB_KW == 0 || f->g == WB_KW / 2; /* the f32 product scaled (dsl/gemm.c) */
     return c->mma == WB_MMA_SYNC && c->m_tiles == 1 && !c->batch_invariant && f->a.kind == WB_KIND_F16 &&
-           f->w.kind == WB_KIND_INT && products && wb_dequant_raw(f, 1);
+           f->w.kind == WB_KIND_INT && wb_gemm_scales_products(f, c) && wb_dequant_raw(f, 1);
 }
 
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c)
