@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Decode configs on a GPU: `warble bench --sweep` at M = 1 (mma.sync, one m-tile) per format and shape,
-# every legal warps_n x warps_k x stages x k_slices; then the best config per k_slices.
-#   bench/decode_sweep.sh [SPECS (;-separated)] [SHAPES] [EXTRA warble bench options]
+# every legal warps_n x warps_k x stages x k_slices; then the best config per k_slices (and split K).
+#   [SWEEP_S=300] bench/decode_sweep.sh [SPECS (;-separated)] [SHAPES] [EXTRA warble bench options]
+# (SWEEP_S: the time limit of each spec and shape's sweep, in seconds)
 # Output: $OUT/sweep-<i>.jsonl (one JSON line per config), a table on stdout, and all of it in
 # $OUT/sweep.tar.gz (a device run brings back a few files only).
 set -uo pipefail
@@ -16,7 +17,7 @@ IFS=';' read -ra list <<<"$specs"
 for spec in "${list[@]}"; do
   for shape in ${shapes//,/ }; do
     i=$((i + 1))
-    timeout 300 build/warble bench "$spec" --n "${shape%x*}" --k "${shape#*x}" $extra --sweep --json \
+    timeout "${SWEEP_S:-300}" build/warble bench "$spec" --n "${shape%x*}" --k "${shape#*x}" $extra --sweep --json \
       >"$OUT/sweep-$i.jsonl" 2>"$OUT/sweep-$i.err" || tail -3 "$OUT/sweep-$i.err"
   done
 done
@@ -31,7 +32,7 @@ for path in sorted(glob.glob(sys.argv[1] + "/sweep-*.jsonl"), key=lambda p: int(
         if r.get("kind") != "sweep":
             continue
         m = re.search(r"ks=(\d)", r["config"])
-        ks = int(m.group(1)) if m else 1
+        ks = (int(m.group(1)) if m else 1, "split_k=2" in r["config"])
         if ks not in best or r["us"] < best[ks]["us"]:
             best[ks] = r
     for r in rows:
@@ -39,7 +40,8 @@ for path in sorted(glob.glob(sys.argv[1] + "/sweep-*.jsonl"), key=lambda p: int(
             default = r
     for ks in sorted(best):
         r = best[ks]
-        print("| %s | %d x %d | %d | %d | %.2f | %.3f | %s |" % (r["spec"], r["n"], r["k"], r["m"], ks, r["us"], r["tbps"], r["config"]))
+        print("| %s | %d x %d | %d | %d%s | %.2f | %.3f | %s |" % (r["spec"], r["n"], r["k"], r["m"], ks[0],
+              ", split" if ks[1] else "", r["us"], r["tbps"], r["config"]))
 # the first timing, of the kernel the heuristic picks (with the run's forced choices), beside the best
 # (issue 4: the pick within 10% of the best)
 print()

@@ -318,7 +318,7 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
-    int64_t sms = t->sm_count_hint, mblocks = token_tiles(c, m);
+    int64_t sms = t->sm_count_hint, mblocks = token_tiles(c, m) * (c->split_k > 1 ? 2 : 1); /* k: a block's */
     if (!asked->warps_n && n % 32 == 0 && (c->m_tiles > 1 || n / 32 * mblocks >= sms) &&
         (!asked->warps_k || asked->warps_k <= 8)) { /* 16 warps a block at most */
         c->warps_n = 2;
@@ -361,8 +361,6 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     const wb_config asked = *c;
     if ((c->persistent || c->cluster > 1) && !c->load) /* the persistent and cluster kernels are the TMA pipeline's */
         c->load = WB_LOAD_TMA;
-    if (c->split_k > 1 && !c->mma && (t->features & WB_FEAT_WGMMA)) /* split K is the wgmma kernel's */
-        c->mma = WB_MMA_WGMMA;
     /* TMA loads exist only in the wgmma kernel: asking for them asks for it */
     int tma_wgmma = c->load == WB_LOAD_TMA && (t->features & WB_FEAT_WGMMA);
     /* fp8 W8A8 where mma.sync fp8 is only emulated and wgmma native (sm_90a): wgmma at every M, but for
@@ -398,7 +396,9 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     int forced_wk = c->warps_k != 0, forced_stages = c->stages != 0 && c->load == WB_LOAD_CP_ASYNC;
     if (!c->stages)
         c->stages = c->load == WB_LOAD_CP_ASYNC ? 4 : 1;
-    int64_t mblocks = token_tiles(c, m);
+    /* split_k (forced): each tile's pair of blocks counts twice, and each takes half of K */
+    int splits = c->split_k > 1 ? 2 : 1;
+    int64_t mblocks = token_tiles(c, m) * splits, kb = k / splits;
     if (!c->warps_n) {
         /* decode (M <= 16): narrow blocks, so that there are enough of them for every SM (two warps
          * along N from nearly two blocks an SM: 256 on the 132 SMs of an H100/H200, where they ran
@@ -442,13 +442,13 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
             for (; want < 16 && c->warps_n * want < 16 && blocks * per * want < 24 * sms; want *= 2) {
                 wb_config wider = *c;
                 wider.warps_k = want * 2;
-                if (k % (WB_KW * wider.warps_k) || blocks > resident_blocks(t, f, &wider) * sms)
+                if (kb % (WB_KW * wider.warps_k) || blocks > resident_blocks(t, f, &wider) * sms)
                     break;
             }
         }
         c->warps_k = 1;
         for (int wk = want; wk > 1; wk /= 2)
-            if (k % (WB_KW * wk) == 0) {
+            if (kb % (WB_KW * wk) == 0) {
                 c->warps_k = wk;
                 break;
             }
@@ -466,7 +466,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
      * 8.66 at 4, which keep a third block out) against 9.11 us on 8192 x 8192 and 13.28 against 15.37
      * on 28672 x 4096, the best of either sweep, as the tenth session's H200 sweeps had found
      * (8.36 / 13.24 against 8.73 / 13.90); one warp along N at 3 stages ran 11.8 there */
-    int four = slices && f->w.bits <= 2 && k % (WB_KW * (c->warps_k / 2) * 4) == 0;
+    int four = slices && f->w.bits <= 2 && kb % (WB_KW * (c->warps_k / 2) * 4) == 0;
     if (slices) {
         c->warps_k /= 2;
         c->k_slices = four ? 4 : 2;
@@ -494,7 +494,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
      * have to halve to fit (16.3 against 15.2 us), so it stays. The tenth session's H200 sweeps had not
      * found it worth taking. */
     if (!c->k_slices && c->m_tiles == 2 && decode && !forced_wk && !c->batch_invariant && c->warps_k >= 4 &&
-        k % (2 * WB_KW * c->warps_k) == 0 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f)) {
+        kb % (2 * WB_KW * c->warps_k) == 0 && !wb_format_w8a8(f) && !wb_format_fp4_acts(f)) {
         wb_config two = *c;
         two.k_slices = 2;
         two.stages = forced_stages ? c->stages : 3;
@@ -521,7 +521,7 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
             break;
     }
     if (decode && wb_w4a8_f16(f, arch))
-        tune_w4a8_f16(t, f, &asked, m, n, k, c);
+        tune_w4a8_f16(t, f, &asked, m, n, kb, c);
     else if (c->m_tiles == 1 && decode && wb_format_w8a8(f) && wb_type_w4(f->w) && !f->g && !f->ag &&
              !forced_stages && (t->features & WB_FEAT_GRIDDEP)) { /* W4A8 s8 per channel; int8 streams at
                                                                      the copy's speed already */

@@ -232,8 +232,11 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "build");
     if (c->split_k < 0 || c->split_k > 2)
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k must be 1 or 2 (got %d)", c->split_k);
-    if (c->split_k == 2 && (c->mma != WB_MMA_WGMMA || c->persistent || c->cluster > 1))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is built for the wgmma kernel (--mma wgmma), without "
+    if (c->split_k == 2 && !(t->features & WB_FEAT_CLUSTER))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 pairs blocks in a thread block cluster, which %s does not "
+                                           "have (sm_90 and newer)", t->name);
+    if (c->split_k == 2 && (c->mma == WB_MMA_TCGEN05 || c->persistent || c->cluster > 1))
+        return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is built for the wgmma and mma.sync kernels, without "
                                            "--persistent or --cluster 2 or 4, in this build");
     if (c->split_k == 2 && ((wb_format_w8a8(f) && (f->g || f->ag)) || wb_format_fp4_acts(f)))
         return wb_fail(WB_ERR_UNSUPPORTED, "--split-k 2 is not built for %s in this build (their scales are "

@@ -156,6 +156,8 @@ static void split_half(lw *L)
     wb_reg cols = op2(L, WB_OP_MUL_LO, "u32", WB_RC_B32, wb_r(L->crank), wb_r(half_k));
     if (L->tma)
         L->kofs = cols;
+    else if (L->lay.a_bits == 4) /* s4 activations, two to a byte (K / 2 is even: whole slices) */
+        L->a = addr64(L, L->a, shri(L, cols, 1), 1);
     else
         L->a = addr64(L, L->a, cols, L->lay.a_bits / 8);
 }
@@ -1344,7 +1346,7 @@ static void lower_epilogue(lw *L, int acc)
         return;
     }
     int nacc = L->cfg->m_tiles * 4, wkn = L->cfg->warps_k, wnn = L->cfg->warps_n;
-    if (L->ksplit)
+    if (L->ksplit && L->wg)
         split_sum(L, c, nacc);
     /* cluster: the other block's consumers may still arrive on this one's mbarriers, and this one's on
      * the other's: no block ends before every consumer thread of both has arrived, after its last
@@ -1396,6 +1398,12 @@ static void lower_epilogue(lw *L, int acc)
                 wb_emit(L->f, WB_OP_ADD_F32, NULL, 3, wb_r(c[i]), wb_r(c[i]), wb_r(v));
             }
         }
+    }
+    /* mma.sync: the pair's sums once each block has reduced its own (its other warps have ended) */
+    if (L->ksplit && !L->wg) {
+        if (async_copies(L) && wkn == 1)
+            wb_emit(L->f, WB_OP_CP_ASYNC_WAIT, NULL, 1, wb_imm(0));
+        split_sum(L, c, nacc);
     }
     /* channels of this thread: n0 + wn*16 + gid (+8) */
     wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->strip0), wb_imm(16), wb_r(L->gid));
@@ -1515,7 +1523,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.persist = L.tma && k->cfg.persistent;
     L.cluster = L.tma && k->cfg.cluster > 1;
     L.quad = L.cluster && k->cfg.cluster == 4;
-    L.ksplit = L.wg && k->cfg.split_k > 1;
+    L.ksplit = (L.wg || k->cfg.mma == WB_MMA_SYNC) && k->cfg.split_k > 1;
     L.tcbs = L.tc ? wb_isa_tc_block_scale_vec(&k->fmt, t->arch) : 0;
     L.rot = L.wg;
     L.wpre_value = -1;

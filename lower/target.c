@@ -6,7 +6,8 @@
 #include "dsl/common.h"
 
 #define AMPERE (WB_FEAT_MMA_K16 | WB_FEAT_BF16 | WB_FEAT_CP_ASYNC | WB_FEAT_LDMATRIX)
-#define HOPPER_ON (AMPERE | WB_FEAT_TMA | WB_FEAT_GRIDDEP | WB_FEAT_CVT_FP8) /* what every target from sm_90 on has */
+/* what every target from sm_90 on has */
+#define HOPPER_ON (AMPERE | WB_FEAT_TMA | WB_FEAT_GRIDDEP | WB_FEAT_CVT_FP8 | WB_FEAT_CLUSTER)
 #define BLACKWELL_ON (HOPPER_ON | WB_FEAT_CVT_FP4)          /* the 'a' targets from sm_100a on */
 
 static const wb_target targets[WB_ARCH_COUNT] = {

@@ -17,6 +17,8 @@ enum {
     WB_FEAT_CVT_FP8 = 1 << 9,    /* cvt.rn.f16x2.e4m3x2/e5m2x2: a .b16 of two fp8 -> an f16 pair. Native from
                                   * sm_89, but there it needs PTX 8.1 and sm_89 is emitted as .version 7.8:
                                   * set from sm_90a on */
+    WB_FEAT_CLUSTER = 1 << 10,   /* thread block clusters: barrier.cluster, mapa, st.shared::cluster (sm_90 and
+                                  * newer) */
 };
 
 typedef struct wb_target {

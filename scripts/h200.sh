@@ -75,15 +75,16 @@
 #                                       28672 x 4096 in ROUNDS rounds (issue 3's table)
 #   scripts/h200.sh picks               the selftest of the kernels the ledger lacks, then W4A16, fp8 and int8
 #                                       (the heuristic's kernels) beside torch at large M
-#   scripts/h200.sh sweep m1|m16|formats|gemv|wide|w4a8|mid|big  `warble bench --sweep` of the decode configs
+#   scripts/h200.sh sweep m1|m16|formats|gemv|wide|w4a8|mid|big|split  `warble bench --sweep` of the decode configs
 #                                       with k_slices: int4 on the suite shapes at M = 1 or 16, the narrow and
 #                                       fp4 weights at M = 1 on two shapes (formats), int2's gemv kernels at
 #                                       M = 1 on the same two (gemv), or int5, int6 and
 #                                       e2m1 at M = 1 with every warps_n (wide), W4A8-fp8 on mma.sync at
 #                                       M = 1 and 16 (w4a8), W4A16 on the suite shapes at M = 256 and 1024
 #                                       (mid: every wgmma config) or 4096 and 16384 (big: every TMA one;
-#                                       MS=4096 or MS=16384: that M alone, which fits a call better);
-#                                       JSON lines in $OUT/logs.tar.gz
+#                                       MS=4096 or MS=16384: that M alone, which fits a call better),
+#                                       or --split-k 2 on mma.sync (split: W4A16 at M = 16 beside the
+#                                       picks, int2's gemv kernel at M = 1); JSON lines in $OUT/logs.tar.gz
 # Every step writes straight into $LOGS, line-buffered and under its own time limit.
 set -uo pipefail
 mode=${1:-validate}
@@ -152,7 +153,19 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
       OUT=$LOGS/$part/m$m step $((560 / $#)) bench/decode_sweep.sh w4a16 8192x8192,28672x4096,4096x14336,6144x4096 \
         "--m $m $extra"
     done ;;
-  *) echo "sweep part: m1, m16, formats, gemv, wide, w4a8, mid or big"; exit 2 ;;
+  split) # pairs of blocks splitting K on mma.sync: W4A16 at M = 16 (the heuristic's kernel first, then
+         # the split configs of each shape at the given warps along N), int2's gemv kernel at M = 1
+    for shape in 4096x14336 6144x4096 8192x8192 28672x4096; do
+      step 30 build/warble bench w4a16 --m 16 --n "${shape%x*}" --k "${shape#*x}" --json
+    done | tee "$LOGS/$part/picks.jsonl"
+    for run in 4096x14336:2 4096x14336:4 6144x4096:2 6144x4096:4 6144x4096:1 8192x8192:4 28672x4096:4; do
+      shape=${run%:*} wn=${run#*:}
+      OUT=$LOGS/$part/$shape-wn$wn SWEEP_S=75 step 80 bench/decode_sweep.sh w4a16 "$shape" \
+        "--m 16 --mma mma.sync --m-tiles 2 --split-k 2 --warps-n $wn"
+    done
+    OUT=$LOGS/$part/gemv SWEEP_S=60 step 65 bench/decode_sweep.sh "a=f16,w=int2,g=128" 8192x8192 \
+      "--m 1 --mma mma.sync --m-tiles 1 --gemv on --split-k 2 --warps-n 4" ;;
+  *) echo "sweep part: m1, m16, formats, gemv, wide, w4a8, mid, big or split"; exit 2 ;;
   esac | tee "$LOGS/sweep-$part.md"
   pack
   exit 0

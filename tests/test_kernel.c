@@ -579,7 +579,6 @@ START_TEST(split_k_pairs)
     ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 256, 4096, 384, &c), WB_OK);
     ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 256, 4096, 384), WB_ERR_INVALID);
     const struct { const char *spec; wb_config c; const char *why; } bad[] = {
-        {"w4a16", {.split_k = 2, .mma = WB_MMA_SYNC}, "wgmma kernel"},
         {"w4a16", {.split_k = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .persistent = 1}, "without --persistent"},
         {"w4a16", {.split_k = 2, .load = WB_LOAD_TMA, .mma = WB_MMA_WGMMA, .cluster = 2}, "--cluster 2"},
         {"fp8-block", {.split_k = 2, .mma = WB_MMA_WGMMA}, "groups along K"},
@@ -592,6 +591,46 @@ START_TEST(split_k_pairs)
         char *ptx = NULL;
         ck_assert_int_eq(ptx_for(bad[i].spec, WB_ARCH_SM90A, bad[i].c, &ptx), WB_ERR_UNSUPPORTED);
         ck_assert_msg(strstr(wb_last_error(), bad[i].why), "%s: %s", bad[i].why, wb_last_error());
+    }
+    /* no clusters before sm_90; tcgen05 has no pairs of its own */
+    char *ptx = NULL;
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM89, (wb_config){.split_k = 2}, &ptx), WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "thread block cluster, which sm_89 does not have"));
+    ck_assert_int_eq(ptx_for("w4a16", WB_ARCH_SM100A, (wb_config){.split_k = 2, .mma = WB_MMA_TCGEN05}, &ptx),
+                     WB_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(wb_last_error(), "built for the wgmma and mma.sync kernels"));
+}
+END_TEST
+
+/* --split-k 2 on mma.sync (sm_90 and newer, forced): at decode the blocks count twice where the
+ * heuristic fits its split and stages, each takes half of K (whole stages: warps_k and k_slices from
+ * that half), the grid doubles, the pair meets around the second's store of its reduced sums (three
+ * cluster waits), and K that does not halve into whole stages is refused. */
+START_TEST(split_k_mma_sync)
+{
+    const wb_arch arches[] = {WB_ARCH_SM90A, WB_ARCH_SM100A, WB_ARCH_SM120A};
+    for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++) {
+        wb_format f = fmt("w4a16");
+        wb_config c = {.split_k = 2, .mma = WB_MMA_SYNC}, plain = {.mma = WB_MMA_SYNC, .warps_n = 2};
+        ck_assert_int_eq(wb_config_choose(&f, arches[i], 16, 4096, 14336, &c), WB_OK);
+        ck_assert_int_eq(wb_config_choose(&f, arches[i], 16, 4096, 14336, &plain), WB_OK);
+        ck_assert_int_eq(c.mma, WB_MMA_SYNC);
+        ck_assert_int_eq(c.m_tiles, 2);
+        ck_assert_int_eq(14336 / 2 % (64 * c.warps_k * wb_config_ks(&c)), 0);
+        wb_launch_dims d, dp;
+        ck_assert_int_eq(wb_kernel_dims(&f, arches[i], &c, 16, 4096, 14336, &d), WB_OK);
+        ck_assert_int_eq(wb_kernel_dims(&f, arches[i], &plain, 16, 4096, 14336, &dp), WB_OK);
+        ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 2u * 4096u);
+        char *ptx = NULL;
+        ck_assert_msg(wb_kernel_ptx(&f, arches[i], &c, 0, &ptx) == WB_OK, "%s", wb_last_error());
+        ck_assert_ptr_nonnull(strstr(ptx, ".reqnctapercluster 2, 1, 1\n"));
+        ck_assert_int_eq(count_of(ptx, "barrier.cluster.wait"), 3);
+        ck_assert_int_eq(count_of(ptx, "st.shared::cluster."), c.m_tiles * 4);
+        free(ptx);
+        /* K one stage more (an odd count of stages): its halves are not whole stages */
+        ck_assert_int_eq(wb_kernel_check_shape(&f, &c, 16, 4096, 14336 + 64 * c.warps_k * wb_config_ks(&c)),
+                         WB_ERR_INVALID);
+        ck_assert_ptr_nonnull(strstr(wb_last_error(), "--split-k 2 needs K a multiple of"));
     }
 }
 END_TEST
@@ -1595,6 +1634,7 @@ int main(void)
     tcase_add_test(t, staged_epilogue);
     tcase_add_test(t, cluster_pairs);
     tcase_add_test(t, split_k_pairs);
+    tcase_add_test(t, split_k_mma_sync);
     tcase_add_test(t, tma_warp_specialized);
     tcase_add_test(t, fp8_w8a8_per_architecture);
     tcase_add_test(t, fp8_wgmma);

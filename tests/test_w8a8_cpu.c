@@ -990,6 +990,40 @@ START_TEST(split_k_matches_reference)
 }
 END_TEST
 
+/* --split-k 2 on the mma.sync kernels: each block of a pair reduces its warps' K split through its own
+ * shared memory first, then the second's sums go into the first's (the others of its warps have
+ * ended): 16-bit activations at two m-tiles with k-slices, the gemv kernel (its token's sums per
+ * group), groups of 32, per channel with one warp along K (no reduction of its own), zero points and
+ * bf16, s8 and e4m3 activations (the widened W4A8 kernel), s4 x int4 on sm_89's neighbour sm_90a
+ * (activations two to a byte), on sm_120a too. */
+START_TEST(split_k_mma_sync_matches_reference)
+{
+    static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } cases[] = {
+        {"w4a16", WB_ARCH_SM90A, 16, 64, 2048, {.m_tiles = 2, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 3}},
+        {"a=f16,w=int2,ws=f16,g=128,bias=1", WB_ARCH_SM90A, 1, 64, 4096, {.m_tiles = 1, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 4, .gemv = 1}},
+        {"a=f16,w=int3,ws=f32,g=32", WB_ARCH_SM90A, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
+        {"a=f16,w=int4,ws=f16,g=0,out=f16", WB_ARCH_SM120A, 13, 64, 512, {.m_tiles = 2, .warps_n = 4, .warps_k = 1, .stages = 3}},
+        {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", WB_ARCH_SM100A, 9, 32, 1024, {.m_tiles = 2, .warps_n = 2, .warps_k = 2, .stages = 2}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb_config c = cases[i].c;
+        c.mma = WB_MMA_SYNC, c.split_k = 2;
+        run_case_a16(cases[i].spec, cases[i].arch, cases[i].m, cases[i].n, cases[i].k, c);
+    }
+    static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } q[] = {
+        {"a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 16, 64, 1024, {.m_tiles = 2, .warps_n = 2, .warps_k = 2, .stages = 3}},
+        {"a=e4m3,w=int4,ws=f32,g=0,bias=1", WB_ARCH_SM90A, 5, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 4, .stages = 3}},
+        {"int8", WB_ARCH_SM120A, 11, 32, 1024, {.m_tiles = 2, .warps_n = 2, .warps_k = 1, .stages = 2}},
+        {"a=s4,w=int4,ws=f32,g=0", WB_ARCH_SM120A, 7, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .stages = 2}},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        wb_config c = q[i].c;
+        c.mma = WB_MMA_SYNC, c.split_k = 2;
+        run_case(q[i].spec, q[i].arch, q[i].m, q[i].n, q[i].k, c);
+    }
+}
+END_TEST
+
 /* The activation quantizer (lower/lower_quant.c) on the interpreter: f16 or bf16 activations (values of
  * three magnitudes, outliers, an all-zero row) -> codes and scales, byte for byte those of the host
  * reference (dsl/quantize.c), for s8, e4m3, e5m2 and s4, per token and per group of K, and e2m1 with
@@ -1430,6 +1464,7 @@ int main(void)
     TCase *sk = tcase_create("split_k"); /* CK_RUN_CASE=split_k: --split-k 2 alone */
     tcase_set_timeout(sk, 600);
     tcase_add_test(sk, split_k_matches_reference);
+    tcase_add_test(sk, split_k_mma_sync_matches_reference);
     suite_add_tcase(s, sk);
     TCase *cl = tcase_create("cluster"); /* CK_RUN_CASE=cluster: the interpreter's thread block clusters */
     tcase_set_timeout(cl, 600);

@@ -143,8 +143,8 @@ static int config_legal(bench *b, wb_config *cfg)
 
 /* Every legal config a sweep tries, in order, each passed to visit:
  * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
- * takes it, TMA in single blocks) and, on wgmma, pairs of blocks splitting K (--split-k 2) beside
- * each of the first two, and TMA in persistent blocks; at M = 1, each gemv kernel and the same config
+ * takes it, TMA in single blocks), pairs of blocks splitting K (--split-k 2) beside mma.sync's
+ * kernel and beside each of wgmma's first two, and TMA in persistent blocks; at M = 1, each gemv kernel and the same config
  * without it. Choices given on the command line stay fixed. */
 static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
@@ -182,6 +182,8 @@ static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void 
                             cfg.split_k = splits[li];
                         if (!forced->persistent)
                             cfg.persistent = persists[li];
+                    } else if (li == 3 && !forced->split_k) { /* mma.sync: pairs of blocks splitting K */
+                        cfg.split_k = 2;
                     } else if (li) {
                         continue;
                     }

@@ -265,13 +265,13 @@ static int plan_slices(plan *p, int quick, int arch)
                        (wb_config){.mma = WB_MMA_SYNC, .warps_k = 2, .k_slices = 4});
 }
 
-/* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on cp.async (one
- * warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero points; on a target with wgmma fp8 and
- * int8 too. */
+/* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on mma.sync (M = 1
+ * and 16), on wgmma's cp.async kernel (one warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero
+ * points; on a target with wgmma fp8 and int8 too. */
 static int plan_split(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8"};
-    static const int64_t ms[] = {256, 1000};
+    static const int64_t ms[] = {256, 1000, 1, 16};
     return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 2, ms, sizeof ms / sizeof ms[0],
                        offsetof(plan_case, split), (wb_config){.split_k = 2});
 }
