@@ -158,12 +158,12 @@ if [ "$mode" = sweep ]; then # one part a call: each takes 5 to 8 minutes
     for shape in 4096x14336 6144x4096 8192x8192 28672x4096; do
       step 30 build/warble bench w4a16 --m 16 --n "${shape%x*}" --k "${shape#*x}" --json
     done | tee "$LOGS/$part/picks.jsonl"
-    for run in 4096x14336:2 4096x14336:4 6144x4096:2 6144x4096:4 6144x4096:1 8192x8192:4 28672x4096:4; do
+    for run in 4096x14336:2 4096x14336:4 6144x4096:2 6144x4096:4 8192x8192:4 28672x4096:4; do
       shape=${run%:*} wn=${run#*:}
-      OUT=$LOGS/$part/$shape-wn$wn SWEEP_S=75 step 80 bench/decode_sweep.sh w4a16 "$shape" \
+      OUT=$LOGS/$part/$shape-wn$wn SWEEP_S=50 step 55 bench/decode_sweep.sh w4a16 "$shape" \
         "--m 16 --mma mma.sync --m-tiles 2 --split-k 2 --warps-n $wn"
     done
-    OUT=$LOGS/$part/gemv SWEEP_S=60 step 65 bench/decode_sweep.sh "a=f16,w=int2,g=128" 8192x8192 \
+    OUT=$LOGS/$part/gemv SWEEP_S=40 step 45 bench/decode_sweep.sh "a=f16,w=int2,g=128" 8192x8192 \
       "--m 1 --mma mma.sync --m-tiles 1 --gemv on --split-k 2 --warps-n 4" ;;
   *) echo "sweep part: m1, m16, formats, gemv, wide, w4a8, mid, big or split"; exit 2 ;;
   esac | tee "$LOGS/sweep-$part.md"
