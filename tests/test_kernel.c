@@ -331,7 +331,8 @@ END_TEST
  * most 5% more token rows with them: fp8_wide_tiles) or in one wave for more than half the SMs,
  * 128 x 128 ones where they give half the SMs a block, else a 128-token tile split along K whose pairs
  * give more than half of them one (where K halves), clusters of two from a wave of blocks, a second
- * warpgroup along K for one-warpgroup tiles over a long K; a load asked for is kept. */
+ * warpgroup along K for one-warpgroup tiles over a long K; a load asked for is kept. At M = 9 to 16
+ * on mma.sync, pairs of blocks of two warps along N splitting a long K where one warp would stay. */
 START_TEST(a16_load_choice)
 {
     static const struct {
@@ -356,6 +357,12 @@ START_TEST(a16_load_choice)
         {"fp8", 128, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 0, 0, 0, 0},        /* 16-bit activations only */
         {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0, 0},
         {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0, 0},
+        /* two m-tiles where one warp along N would stay, over a long K: two in pairs splitting K */
+        {"w4a16", 16, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
+        {"a=bf16,w=uint4,ws=bf16,g=128,zp=int", 9, 4096, 11008, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
+        {"w4a16", 16, 6144, 4096, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 1, 2, 0, 0},  /* K = 4096: not */
+        {"w4a16", 8, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 1, 0, 0},  /* one m-tile: not */
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 0}, /* 8-bit: not */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_format f = fmt(cases[i].spec);
@@ -1402,11 +1409,13 @@ START_TEST(config_choice_and_shape_rules)
     ck_assert_int_eq(fk.k_slices, 1);
     /* two m-tiles: two warps along N from 256 blocks, at most 24 warps an SM (the split halved to 2
      * where 4 would pass it: 28672 x 4096), and not doubled past it; a split of 4 warps or more takes
-     * two slices a warp where two blocks of it fit an SM (not 4096 x 14336's 8 warps) */
-    struct { int64_t n, k; int wn, wk, ks; } d2[] = {{8192, 8192, 2, 4, 2}, {28672, 4096, 2, 2, 1},
-                                                     {4096, 14336, 1, 8, 1}, {6144, 4096, 1, 4, 2}};
+     * two slices a warp where two blocks of it fit an SM (not 4096 x 14336's 8 warps without pairs,
+     * split_k 1; with them, the default, two warps along N in pairs splitting K) */
+    struct { int64_t n, k; int wn, wk, ks, split_k; } d2[] = {
+        {8192, 8192, 2, 4, 2, 0}, {28672, 4096, 2, 2, 1, 0}, {4096, 14336, 1, 8, 1, 1}, {4096, 14336, 2, 4, 2, 0},
+        {6144, 4096, 1, 4, 2, 0}};
     for (size_t i = 0; i < sizeof d2 / sizeof d2[0]; i++) {
-        wb_config d = {0};
+        wb_config d = {.split_k = d2[i].split_k};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 16, d2[i].n, d2[i].k, &d), WB_OK);
         ck_assert_msg(d.m_tiles == 2 && d.warps_n == d2[i].wn && d.warps_k == d2[i].wk && d.k_slices == d2[i].ks,
                       "M = 16, %lld x %lld: wn=%d wk=%d ks=%d", (long long)d2[i].n, (long long)d2[i].k, d.warps_n,

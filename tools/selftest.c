@@ -267,13 +267,15 @@ static int plan_slices(plan *p, int quick, int arch)
 
 /* Part (c), with TMA loads and k_slices 4: --split-k 2, forced: 16-bit activations on mma.sync (M = 1
  * and 16), on wgmma's cp.async kernel (one warpgroup, M = 256) and on the TMA pipeline (M = 1000), zero
- * points; on a target with wgmma fp8 and int8 too. */
+ * points; on a target with wgmma fp8 and int8 too. Then the heuristic's split at M = 16 on issue 4's
+ * 4096 x 14336 (on 4096 x 11008: part (b)). */
 static int plan_split(plan *p, int quick, int arch)
 {
     static const char *const specs[] = {"w4a16", "w4a16-zp", "fp8", "int8"};
     static const int64_t ms[] = {256, 1000, 1, 16};
-    return plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 2, ms, sizeof ms / sizeof ms[0],
-                       offsetof(plan_case, split), (wb_config){.split_k = 2});
+    int rc = plan_forced(p, quick, arch, specs, sizeof specs / sizeof specs[0], 2, ms, sizeof ms / sizeof ms[0],
+                         offsetof(plan_case, split), (wb_config){.split_k = 2});
+    return rc ? rc : quick ? 0 : plan_add(p, "w4a16", 16, 4096, 14336, 0);
 }
 
 /* Part (c): the gemv kernels, the heuristic's at M = 1 for int2 and int3 without zero points: groups
