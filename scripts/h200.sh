@@ -38,10 +38,10 @@
 #                                       pick before; bench/ab_flags.sh, one round, M = 4096 and 16384 on three
 #                                       suite shapes), W4A16 as picked beside torch f16 on the suite at M = 4096
 #                                       and 16384, (FP8=1:) fp8 and W4A8 as picked beside torch._scaled_mm
-#   [LOADS=auto,tma:32] [MS=..] scripts/h200.sh rounds  the selftest of the kernels the ledger lacks, W4A16
+#   [LOADS=auto,tma:32] [MS=..] [FP8_MS=..] scripts/h200.sh rounds  the selftest of the kernels the ledger lacks, W4A16
 #                                       as picked (and LOADS' forced kernels) beside torch f16 and the copy
 #                                       on the suite at every M of it (or MS), fp8 and W4A8 as picked beside
-#                                       torch._scaled_mm at M = 1, 16, 4096, 16384: three rounds in one
+#                                       torch._scaled_mm at M = 1, 16, 4096, 16384 (or FP8_MS): three rounds in one
 #                                       process each, summed up by bench/peers_summary.py (W4A8 beside fp8)
 #   scripts/h200.sh pcluster            the selftest of the kernels the ledger lacks, the heuristic's TMA kernels
 #                                       beside their persistent form in clusters of two (bench/ab_flags.sh: fp8,
@@ -428,7 +428,8 @@ if [ "$mode" = rounds ]; then # pending kernels; issue 4's and 5's bars beside t
   # against warble's fp8: peers_summary.py --base fp8)
   peers "${A16_S:-260}" --spec w4a16 --peer f16 --load "${LOADS:-auto}" --m "${MS:-1,16,256,1024,4096,16384}" --rounds 3 \
     --copy-ceiling
-  peers "${FP8_S:-150}" --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m 1,16,4096,16384 --rounds 3
+  peers "${FP8_S:-150}" --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --peer fp8 --shapes 8192x8192 --m "${FP8_MS:-1,16,4096,16384}" \
+    --rounds 3
   python3 bench/peers_summary.py "$LOGS/peers.jsonl" --base fp8 | tee "$LOGS/peers-summary.md"
   exit 0
 fi
