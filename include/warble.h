@@ -210,10 +210,12 @@ typedef struct wb_config {
                      * quads on two neighbouring channel tiles of two neighbouring token tiles, sharing
                      * the activation tile with the channel neighbour and the weight tile with the token
                      * neighbour (forced only; not with persistent; even warps_n); 1: none */
-    int split_k;    /* 2: blocks in pairs (a thread block cluster) on one output tile, each taking half of K;
-                     * the second's f32 sums are added to the first's through distributed shared memory, in
-                     * that order (wgmma only, not with cluster 2 or persistent; the heuristic's choice for
-                     * 16-bit activations where 128 x 128 tiles leave over half the SMs idle); 1: none */
+    int split_k;    /* 2: blocks in pairs (a thread block cluster, sm_90 and newer) on one output tile, each
+                     * taking half of K; the second's f32 sums are added to the first's through distributed
+                     * shared memory, in that order (wgmma and mma.sync, not with cluster 2 or persistent;
+                     * the heuristic's choice for 16-bit activations where wgmma's 128 x 128 tiles leave
+                     * over half the SMs idle, and at M = 9 to 16 on mma.sync where blocks of one warp
+                     * along N would stay over a long K); 1: none */
     int gemv;       /* 1: a matrix-vector kernel, for M = 1 only: signed 2- and 3-bit integer weights without
                      * zero points go to the MMA as their raw code bits, and the bias that makes them signed
                      * is taken off each scale group's sum through the token's activation sums (one MMA per

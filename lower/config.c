@@ -428,16 +428,19 @@ wb_status wb_config_choose(const wb_format *f, wb_arch arch, int64_t m, int64_t 
     }
     /* two m-tiles (9 <= M <= 16) on 16-bit activations where blocks of one warp along N stay (N too
      * small for two), over a long K: blocks of two warps in pairs splitting K instead (--split-k 2),
-     * so that each block reads the 16 tokens' activations for 32 channels, not 16. H100 (docs/perf.md):
-     * 13.7 against 15.2 us on 4096 x 14336; on 6144 x 4096 (K = 4096) the best split config ran 7.3
-     * against the pick's 7.1, and on 8192 x 8192 and 28672 x 4096, which have two warps along N,
-     * four with the split did not beat them (14.4 against 14.3, 24.0 against 23.4). */
+     * so that each block reads the 16 tokens' activations for 32 channels, not 16, where each half of
+     * K still takes stages of 8 k64 slices (4 warps of two). H100 (docs/perf.md): 13.7 against 15.2 us
+     * on 4096 x 14336; on 4096 x 11008, whose halves take stages of 2 warps of one slice, 16.0 against
+     * 13.7; on 6144 x 4096 (K = 4096) the best split config ran 7.3 against the pick's 7.1, and on
+     * 8192 x 8192 and 28672 x 4096, which have two warps along N, four with the split did not beat
+     * them (14.4 against 14.3, 24.0 against 23.4). */
     if (decode && c->m_tiles == 2 && c->warps_n == 1 && !asked.warps_n && !asked.split_k && k >= 8192 &&
         n % 32 == 0 && (t->features & WB_FEAT_CLUSTER) && !c->batch_invariant && !wb_format_w8a8(f) &&
         !wb_format_fp4_acts(f)) {
         wb_config pair = asked;
         pair.split_k = 2, pair.warps_n = 2;
-        if (wb_config_choose(f, arch, m, n, k, &pair) == WB_OK && split_fits(f, &pair, k)) {
+        if (wb_config_choose(f, arch, m, n, k, &pair) == WB_OK && split_fits(f, &pair, k) &&
+            pair.warps_k * wb_config_ks(&pair) >= 8) {
             *c = pair;
             return WB_OK;
         }

@@ -339,7 +339,13 @@ fi
 expect 0 "ptx --split-k hash" "" -- $W ptx w4a16 --arch sm_90a --m 256 --n 6144 --k 4096 --split-k 2 --hash
 grep -q 'mma=wgmma,split_k=2$' "$tmp/out" || fail "--split-k config: $(cat "$tmp/out")"
 expect 0 "check --split-k 2" " ok" -- $W check int8 --arch sm_90a --m 256 --n 4096 --k 4096 --split-k 2
-expect 2 "--split-k on mma.sync" "wgmma kernel" -- $W ptx w4a16 --arch sm_90a --m 16 --split-k 2 --mma mma.sync
+# mma.sync pairs too (sm_90 and newer): the heuristic's pick at M = 16 on 4096 x 14336; none before sm_90
+expect 0 "--split-k on mma.sync" "" -- $W ptx w4a16 --arch sm_90a --m 16 --split-k 2 --mma mma.sync --hash
+grep -q 'mma=mma.sync,ks=2,split_k=2$' "$tmp/out" || fail "--split-k on mma.sync: $(cat "$tmp/out")"
+expect 0 "split-K at M = 16" "" -- $W ptx w4a16 --arch sm_90a --m 16 --n 4096 --k 14336 --hash
+grep -q 'mt=2,wn=2,.*mma=mma.sync,.*split_k=2$' "$tmp/out" || fail "no split at M = 16 on 4096 x 14336: $(cat "$tmp/out")"
+expect 2 "--split-k before sm_90" "thread block cluster, which sm_89 does not have" -- \
+    $W ptx w4a16 --arch sm_89 --m 16 --split-k 2
 expect 2 "--split-k 3" "must be 1 or 2" -- $W ptx w4a16 --arch sm_90a --m 256 --split-k 3
 # the heuristic splits where 128 x 128 tiles leave over half the SMs idle (64 tiles at M = 128 on 8192^2)
 expect 0 "split-K default" "" -- $W ptx w4a16 --arch sm_90a --m 128 --n 8192 --k 8192 --hash
@@ -482,15 +488,17 @@ grep -q '^fp8	300	256	1024$' "$tmp/plan_89" || fail "selftest --list --arch sm_8
 grep -q '^a=e5m2,w=e4m3,ws=f32,g=0,out=f16,bias=1	' "$tmp/plan_89" || fail "sm_89 plan: no e5m2 x e4m3 case"
 expect 2 "bench missing shape" "required" -- $W bench w4a16 --m 1
 expect 2 "bench bad spec" "" -- $W bench nosuchformat --m 1 --n 4096 --k 4096
-# --sweep --list: the configs a sweep would time, no GPU: wgmma's pairs splitting K among them on sm_90a
-# (none on mma.sync), only split ones when --split-k 2 is asked, only mma.sync where there is no wgmma
+# --sweep --list: the configs a sweep would time, no GPU: pairs splitting K among them on sm_90a (wgmma's
+# and mma.sync's; on mma.sync, only on the cp.async load), only split ones when --split-k 2 is asked,
+# only mma.sync where there is no wgmma
 if expect 0 "bench --sweep --list" "" -- $W bench w4a16 --m 128 --n 8192 --k 8192 --sweep --list --arch sm_90a; then
     awk '!/^m=128 n=8192 k=8192 mt=[0-9]+,wn=[0-9]+,wk=[0-9]+,stages=[0-9]+,load=[a-z.]+,mma=(mma.sync|wgmma)/ ||
-         (/split_k=2/ && !/mma=wgmma/) { bad = 1 } END { exit bad }' "$tmp/out" ||
+         (/split_k=2/ && /mma=mma.sync/ && !/load=cp.async/) { bad = 1 } END { exit bad }' "$tmp/out" ||
         fail "bench --sweep --list: a line is not m n k and a config: $(head -3 "$tmp/out")"
     grep -q 'mt=16,wn=8,wk=1,stages=8,load=tma,mma=wgmma,split_k=2$' "$tmp/out" ||
         fail "bench --sweep --list: no 128 x 128 TMA pair splitting K"
-    grep -q 'mma=mma.sync' "$tmp/out" || fail "bench --sweep --list: no mma.sync config"
+    grep -q 'mma=mma.sync,split_k=2$' "$tmp/out" || fail "bench --sweep --list: no mma.sync pair splitting K"
+    grep -q 'mma=mma.sync$' "$tmp/out" || fail "bench --sweep --list: no mma.sync config"
     grep -q 'mt=16,wn=8,wk=1,stages=4,load=tma,mma=wgmma,persistent=1$' "$tmp/out" ||
         fail "bench --sweep --list: no persistent TMA config"
     [ "$(sort "$tmp/out" | uniq -d | wc -l)" -eq 0 ] || fail "bench --sweep --list: a config listed twice"

@@ -357,9 +357,11 @@ START_TEST(a16_load_choice)
         {"fp8", 128, 6144, 4096, WB_MMA_WGMMA, WB_LOAD_TMA, 0, 0, 0, 0},        /* 16-bit activations only */
         {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0, 0},
         {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0, 0},
-        /* two m-tiles where one warp along N would stay, over a long K: two in pairs splitting K */
+        /* two m-tiles where one warp along N would stay, over a long K whose halves take stages of 8
+     * slices: two in pairs splitting K */
         {"w4a16", 16, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
-        {"a=bf16,w=uint4,ws=bf16,g=128,zp=int", 9, 4096, 11008, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
+        {"a=bf16,w=uint4,ws=bf16,g=128,zp=int", 9, 4096, 16384, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
+        {"w4a16", 16, 4096, 11008, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 1, 2, 0, 0}, /* halves of 2 x 1 slices: not */
         {"w4a16", 16, 6144, 4096, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 1, 2, 0, 0},  /* K = 4096: not */
         {"w4a16", 8, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 1, 0, 0},  /* one m-tile: not */
         {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 0}, /* 8-bit: not */
