@@ -231,6 +231,14 @@ static void choose_wgmma(const wb_target *t, const wb_format *f, int64_t m, int6
         c->m_tiles = 24;
         c->persistent = !a_regs8;
     }
+    /* 16-bit activations on 128 x 128 tiles in one wave (no more blocks than SMs, no split): in
+     * persistent blocks, each of which walks its one tile. H100 (docs/perf.md, thirty-first session;
+     * events, three interleaved rounds): W4A16 at M = 256 on 8192 x 8192 1.064x (49.7 against 52.9 us),
+     * on 6144 x 4096 1.024x; the sweep of every wgmma config had put them first there too */
+    if (tma_a16 && !asked.persistent && !asked.cluster && !asked.m_tiles && c->split_k < 2 &&
+        !c->persistent && c->load == WB_LOAD_TMA && c->m_tiles == 16 && c->warps_n == 8 &&
+        wgmma_blocks(c, m, n) <= sms)
+        c->persistent = 1;
     if (!c->stages)
         c->stages = wgmma_stages(t, f, c, m, n);
     /* The TMA pipeline in clusters of two wherever the channel tiles pair up and the activation tile

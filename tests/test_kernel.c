@@ -332,7 +332,8 @@ END_TEST
  * 128 x 128 ones where they give half the SMs a block, else a 128-token tile split along K whose pairs
  * give more than half of them one (where K halves), clusters of two from a wave of blocks, a second
  * warpgroup along K for one-warpgroup tiles over a long K; a load asked for is kept. At M = 9 to 16
- * on mma.sync, pairs of blocks of two warps along N splitting a long K where one warp would stay. */
+ * on mma.sync, pairs of blocks of two warps along N splitting a long K where one warp would stay;
+ * persistent blocks for 128 x 128 TMA tiles in one wave. */
 START_TEST(a16_load_choice)
 {
     static const struct {
@@ -377,6 +378,18 @@ START_TEST(a16_load_choice)
                       "%s at m=%lld n=%lld: mma %d load %d warps_n %d m_tiles %d cluster %d split_k %d", cases[i].spec,
                       (long long)cases[i].m, (long long)cases[i].n, c.mma, c.load, c.warps_n, c.m_tiles, c.cluster,
                       c.split_k);
+    }
+    /* 128 x 128 TMA tiles in one wave: persistent blocks (not where they pair up, split K, or a tile
+     * or a cluster is asked) */
+    static const struct { int64_t m, n, k; wb_config asked; int persistent; } pw[] = {
+        {256, 8192, 8192, {0}, 1}, {256, 6144, 4096, {0}, 1}, {256, 28672, 4096, {0}, 0},
+        {256, 4096, 14336, {0}, 0}, {128, 8192, 8192, {0}, 0}, {256, 8192, 8192, {.m_tiles = 16}, 0},
+        {256, 8192, 8192, {.cluster = 1}, 0}, {256, 8192, 8192, {.split_k = 1}, 1}};
+    for (size_t i = 0; i < sizeof pw / sizeof pw[0]; i++) {
+        wb_format f = fmt("w4a16");
+        wb_config c = pw[i].asked;
+        ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, pw[i].m, pw[i].n, pw[i].k, &c), WB_OK);
+        ck_assert_msg(c.persistent == pw[i].persistent, "case %zu: persistent %d", i, c.persistent);
     }
     /* one-warpgroup tiles: a second warpgroup along K where K is long, not at K = 4096 */
     wb_format f = fmt("w4a16");
@@ -471,10 +484,11 @@ START_TEST(persistent_grid)
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, cases[i].m, cases[i].n, 8192, &plain), WB_OK);
         ck_assert_int_eq(c.load, WB_LOAD_TMA);
         /* the epilogue's staged output tile has its own place beside the stages: a stage fewer where
-         * both do not fit; fp8's 192-token tiles are persistent unasked */
+         * both do not fit; 192-token tiles are persistent unasked, and 16-bit activations' 128 x 128
+         * tiles in one wave */
         ck_assert(c.m_tiles == plain.m_tiles && c.warps_n == plain.warps_n && c.stages <= plain.stages &&
                   c.stages >= 3);
-        ck_assert_int_eq(plain.persistent, plain.m_tiles == 24);
+        ck_assert_int_eq(plain.persistent, plain.m_tiles == 24 || i == 1);
         ck_assert_int_eq(c.cluster, plain.cluster);
         ck_assert_int_eq(c.cluster, i == 1 ? 0 : 2);
         wb_launch_dims d, dp;
@@ -1323,8 +1337,9 @@ START_TEST(config_choice_and_shape_rules)
         free(ptx);
         wb_launch_dims d;
         ck_assert_int_eq(wb_kernel_dims(&f, WB_ARCH_SM90A, &c, m, 4096, 4096, &d), WB_OK);
-        if (c.persistent) { /* (192-token tiles from M = 2048) a block per SM at most, tiles walked */
-            ck_assert(m >= 2048 && d.grid[0] <= 132 && d.grid[1] == 1);
+        if (c.persistent) { /* (192-token tiles from M = 2048; 128 x 128 ones in one wave, M = 512 here)
+                               a block per SM at most, tiles walked */
+            ck_assert((m >= 2048 || (m == 512 && c.m_tiles == 16)) && d.grid[0] <= 132 && d.grid[1] == 1);
             continue;
         }
         ck_assert_uint_eq(d.grid[0] * 16u * (unsigned)c.warps_n, 4096u * (c.split_k > 1 ? 2 : 1));
