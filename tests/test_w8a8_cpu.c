@@ -994,8 +994,8 @@ END_TEST
  * shared memory first, then the second's sums go into the first's (the others of its warps have
  * ended): 16-bit activations at two m-tiles with k-slices, the gemv kernel (its token's sums per
  * group), groups of 32, per channel with one warp along K (no reduction of its own), zero points and
- * bf16, s8 and e4m3 activations (the widened W4A8 kernel), s4 x int4 on sm_89's neighbour sm_90a
- * (activations two to a byte), on sm_120a too. */
+ * bf16, plain loads (no cp.async), s8 and e4m3 activations (the widened W4A8 kernel), and on sm_120a
+ * int8 and s4 x int4 (activations two to a byte). */
 START_TEST(split_k_mma_sync_matches_reference)
 {
     static const struct { const char *spec; wb_arch arch; int64_t m, n, k; wb_config c; } cases[] = {
@@ -1004,6 +1004,7 @@ START_TEST(split_k_mma_sync_matches_reference)
         {"a=f16,w=int3,ws=f32,g=32", WB_ARCH_SM90A, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 1, .stages = 2}},
         {"a=f16,w=int4,ws=f16,g=0,out=f16", WB_ARCH_SM120A, 13, 64, 512, {.m_tiles = 2, .warps_n = 4, .warps_k = 1, .stages = 3}},
         {"a=bf16,w=uint4,ws=bf16,g=64,zp=int", WB_ARCH_SM100A, 9, 32, 1024, {.m_tiles = 2, .warps_n = 2, .warps_k = 2, .stages = 2}},
+        {"w4a16", WB_ARCH_SM90A, 3, 32, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .stages = 1, .load = WB_LOAD_LDG}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wb_config c = cases[i].c;

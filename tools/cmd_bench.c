@@ -144,8 +144,8 @@ static int config_legal(bench *b, wb_config *cfg)
 /* Every legal config a sweep tries, in order, each passed to visit:
  * both MMAs, the tile, warps, stages and k-slices, wgmma's load paths (cp.async, TMA as the heuristic
  * takes it, TMA in single blocks), pairs of blocks splitting K (--split-k 2) beside mma.sync's
- * kernel and beside each of wgmma's first two, and TMA in persistent blocks; at M = 1, each gemv kernel and the same config
- * without it. Choices given on the command line stay fixed. */
+ * kernel and beside each of wgmma's first two, and TMA in persistent blocks; at M = 1, each gemv
+ * kernel and the same config without it. Choices given on the command line stay fixed. */
 static void sweep_each(bench *b, void (*visit)(bench *, const wb_config *, void *), void *ctx)
 {
     static const int mmas[] = {WB_MMA_SYNC, WB_MMA_WGMMA}, mts[] = {1, 2, 4, 8, 16, 24, 32}, wns[] = {1, 2, 4, 8},
