@@ -49,6 +49,9 @@ typedef struct lw {
     wb_reg *pend;                      /* mma_scaled: a slice's product that the next slice of its group adds to */
     int gemv;                          /* raw, signed codes, M = 1 (wb_config.gemv): the bias through the
                                           token's activation sums (gemv_sums) */
+    int steps;                         /* gemv, 2-bit codes, m16n8k16: k16 steps 2j and 2j + 1 share two MMAs,
+                                          one of their k-low registers (lifts 0, 2), one of their k-high ones
+                                          (lifts 4, 6; mma_step_pairs) */
     wb_reg gemv_frag;                  /* gemv: the lane's ldmatrix address of token 0's k16 chunks in stage 0 */
     wb_reg gsum[8];                    /* gemv: the token's sum over scale group gi of slice j, at j * gpc + gi */
     int w8a8;                          /* 8-bit codes x 8-bit codes on the MMA itself (wb_format_w8a8) */

@@ -483,22 +483,25 @@ uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg)
     return pair(0x8000 | z);
 }
 
-void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, const wb_reg *words, wb_reg out[16])
+void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, int steps, const wb_reg *words, wb_reg out[16])
 {
     dq d = {.f = f, .fmt = fmt, .ty = "f16x2", .byte_step = -1};
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
     const wb_plane *pl = &cs.plane[0];
     char note[240];
+    char lifts[120] = "lift 2 x register: registers 0, 1 of steps 2j, 2j + 1 to one MMA, 2, 3 to another";
+    if (!steps)
+        snprintf(lifts, sizeof lifts, "lift 0 for channel gid, %d for gid + 8", fmt->w.bits);
     snprintf(note, sizeof note, "dequant rule: raw %d-bit integer codes as f16 subnormals u * 2^(lift - 24), masked "
-             "in place (lift 0 for channel gid, %d for gid + 8); no fma: %s", fmt->w.bits, fmt->w.bits,
+             "in place (%s); no fma: %s", fmt->w.bits, lifts,
              fmt->w.kind != WB_KIND_INT ? "no bias"
              : gemv                     ? "the token's activation sums take off the bias (gemv)"
                                         : "a second MMA subtracts the bias");
     wb_emit(f, WB_OP_COMMENT, NULL, 1, wb_text(wb_arena_strdup(f->arena, note)));
     for (int step = 0; step < 4; step++)
         for (int reg = 0; reg < 4; reg++) {
-            int word, bit, lift = wb_dequant_raw_lift(fmt, reg);
+            int word, bit, lift = steps ? 2 * reg : wb_dequant_raw_lift(fmt, reg);
             if (wb_plane_split(pl, step, reg)) {
                 out[step * 4 + reg] = split_field(&d, words, pl, step, reg, lift);
                 continue;

@@ -487,8 +487,13 @@ static void plan_frags(lw *L)
     wb_reg row = andi(L, L->lane, 7), quad = shri(L, L->lane, 3);
     wb_reg ab = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->vwk), wb_imm(L->lay.bm * 128), wb_r(L->smem));
     ab = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(row), wb_imm(128), wb_r(ab)), L->lay.a_off);
+    /* steps: matrices in the order b0 of step 2h, b0 of 2h + 1, b1 of 2h, b1 of 2h + 1 (chunks 4h, 4h + 2,
+     * 4h + 1, 4h + 3), each MMA's pair of B registers side by side */
+    wb_reg chunk = quad;
+    if (L->steps)
+        chunk = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(andi(L, quad, 1)), wb_imm(2), wb_r(shri(L, quad, 1)));
     for (int h = 0; h < 2; h++) {
-        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, quad, h * 4)), wb_r(row));
+        wb_reg sw = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(addi(L, chunk, h * 4)), wb_r(row));
         L->afrag[h] = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(sw), wb_imm(16), wb_r(ab));
     }
     if (L->gemv) {
@@ -770,7 +775,7 @@ static void lower_dequant(lw *L, const wb_tile_op *o)
     int gos[4];
     wb_dequant_natural_groups(L->fmt, L->lay.groups_per_chunk, gos);
     if (out && L->raw && L->vals[o->args[0]])
-        wb_lower_dequant_raw(L->f, L->fmt, L->gemv, L->vals[o->args[0]], out);
+        wb_lower_dequant_raw(L->f, L->fmt, L->gemv, L->steps, L->vals[o->args[0]], out);
     else if (out && L->vals[o->args[0]] && L->vals[o->args[1]])
         wb_lower_dequant(L->f, L->fmt, gos, !o->unscaled, L->vals[o->args[0]], L->vals[o->args[1]], out);
 }
@@ -1122,6 +1127,25 @@ static void gemv_sums(lw *L)
     }
 }
 
+/* steps (L->steps): k16 steps 2j and 2j + 1 of [first, end) as two MMAs: registers 0 and 1 of both (k-low
+ * halves; lifts 0 and 2) on their b0 registers into p, registers 2 and 3 (k-high; lifts 4 and 6) on
+ * their b1 registers into q, so that no code field is shifted within its byte pair (b: lower_frag_a's
+ * registers, in the order plan_frags gives them: b0 2j, b0 2j + 1, b1 2j, b1 2j + 1). */
+static void mma_step_pairs(lw *L, wb_reg *p, wb_reg *q, const wb_reg *a, const wb_reg *b, wb_reg zero, int first,
+                           int end)
+{
+    for (int j = first / 2; j < end / 2; j++)
+        for (int hi = 0; hi < 2; hi++) {
+            wb_reg *d = hi ? q : p, in[4] = {d[0], d[1], d[2], d[3]};
+            const wb_reg *lo = &a[2 * j * 4 + 2 * hi], *up = &a[(2 * j + 1) * 4 + 2 * hi], *x = &b[4 * j + 2 * hi];
+            if (zero.id >= 0 && 2 * j == first)
+                in[0] = in[1] = in[2] = in[3] = zero;
+            wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(lo[0]),
+                    wb_r(lo[1]), wb_r(up[0]), wb_r(up[1]), wb_r(x[0]), wb_r(x[1]), wb_r(in[0]), wb_r(in[1]),
+                    wb_r(in[2]), wb_r(in[3]));
+        }
+}
+
 /* Each scale group's product (the slice, or its k32 halves) into a fresh f32 tile, then acc +=
  * scale * product, one fma per element: elements 0 and 1 of each m-tile are channel gid, 2 and 3
  * channel gid + 8; group gi's scales are s[gi * 4], s[gi * 4 + 1]. */
@@ -1147,7 +1171,10 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     for (int gi = 0; gi < gpc; gi++) {
         for (int i = 0; i < (bias ? 2 : 1) * nacc && !cont; i++)
             p[i] = wb_new_reg(L->f, WB_RC_F32);
-        mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+        if (L->steps)
+            mma_step_pairs(L, p, q, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
+        else
+            mma_steps_in(L, p, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (bias && !sums)
             mma_steps_in(L, q, L->raw_zero, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
         if (first) {
@@ -1161,9 +1188,11 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
             wb_reg sum = p[i];
             if (L->gemv && i % 2) /* gemv: elements 1 and 3 are token 2 tig + 1, never token 0 */
                 continue;
+            if (L->steps) /* the k-high MMAs' codes sat 2^4 higher */
+                sum = op3(L, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(q[i]), wb_f32(0.0625f), wb_r(p[i]));
             if (sums) { /* p - bias x sum x 2^(lift - 24), the sums' scale (lower_epilogue) */
                 double k = -ldexp(1.0, L->fmt->w.bits - 1 + wb_dequant_raw_lift(L->fmt, (i & 3) >> 1) - 24);
-                sum = op3(L, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(gs), wb_f32((float)k), wb_r(p[i]));
+                sum = op3(L, WB_OP_FMA_X2, "f32", WB_RC_F32, wb_r(gs), wb_f32((float)k), wb_r(sum));
             } else if (bias) {
                 sum = op2(L, WB_OP_ADD_F32, NULL, WB_RC_F32, wb_r(p[i]), wb_r(q[i]));
             }
@@ -1551,6 +1580,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.raw = L.raw && k->cfg.m_tiles == 1 && !L.wg && !L.tc && !L.w8a8 && !L.a4 && !L.afp4 && !L.bs &&
             wb_dequant_raw(&k->fmt, k->cfg.gemv > 0);
     L.gemv = L.raw && k->cfg.gemv > 0 && k->fmt.w.kind == WB_KIND_INT;
+    L.steps = L.gemv && k->fmt.w.bits == 2 && (t->features & WB_FEAT_MMA_K16);
     lower_setup(&L);
 
     int body = -1; /* pp: the first op of the loop body, lowered a second time for the second half */
