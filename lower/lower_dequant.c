@@ -489,7 +489,7 @@ void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, int steps,
     wb_codes cs;
     wb_codes_get(fmt->w.bits, &cs);
     const wb_plane *pl = &cs.plane[0];
-    char note[240];
+    char note[320];
     char lifts[120] = "lift 2 x register: registers 0, 1 of steps 2j, 2j + 1 to one MMA, 2, 3 to another";
     if (!steps)
         snprintf(lifts, sizeof lifts, "lift 0 for channel gid, %d for gid + 8", fmt->w.bits);
