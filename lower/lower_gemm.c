@@ -985,6 +985,13 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
 
 /* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
  * it is a register. */
+/* One m16n8k16 MMA: d = a x b + in (a: the four A registers, b: the two B registers, side by side) */
+static void mma_k16(lw *L, wb_reg *d, const wb_reg *a, const wb_reg *b, const wb_reg *in)
+{
+    wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(a[0]), wb_r(a[1]),
+            wb_r(a[2]), wb_r(a[3]), wb_r(b[0]), wb_r(b[1]), wb_r(in[0]), wb_r(in[1]), wb_r(in[2]), wb_r(in[3]));
+}
+
 static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero, int first, int end)
 {
     int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;
@@ -998,9 +1005,7 @@ static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_
                 if (zero.id >= 0 && step == first && half == 0)
                     in[0] = in[1] = in[2] = in[3] = zero;
                 if (k16)
-                    wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
-                            wb_r(w[0]), wb_r(w[1]), wb_r(w[2]), wb_r(w[3]), wb_r(x[0]), wb_r(x[1]), wb_r(in[0]),
-                            wb_r(in[1]), wb_r(in[2]), wb_r(in[3]));
+                    mma_k16(L, d, w, x, in);
                 else
                     wb_emit(L->f, WB_OP_MMA_K8, L->T, 11, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]),
                             wb_r(w[half * 2]), wb_r(w[half * 2 + 1]), wb_r(x[half]), wb_r(in[0]), wb_r(in[1]),
@@ -1137,12 +1142,11 @@ static void mma_step_pairs(lw *L, wb_reg *p, wb_reg *q, const wb_reg *a, const w
     for (int j = first / 2; j < end / 2; j++)
         for (int hi = 0; hi < 2; hi++) {
             wb_reg *d = hi ? q : p, in[4] = {d[0], d[1], d[2], d[3]};
-            const wb_reg *lo = &a[2 * j * 4 + 2 * hi], *up = &a[(2 * j + 1) * 4 + 2 * hi], *x = &b[4 * j + 2 * hi];
+            const wb_reg *lo = &a[2 * j * 4 + 2 * hi], *up = &a[(2 * j + 1) * 4 + 2 * hi];
+            const wb_reg w[4] = {lo[0], lo[1], up[0], up[1]};
             if (zero.id >= 0 && 2 * j == first)
                 in[0] = in[1] = in[2] = in[3] = zero;
-            wb_emit(L->f, WB_OP_MMA_K16, L->T, 14, wb_r(d[0]), wb_r(d[1]), wb_r(d[2]), wb_r(d[3]), wb_r(lo[0]),
-                    wb_r(lo[1]), wb_r(up[0]), wb_r(up[1]), wb_r(x[0]), wb_r(x[1]), wb_r(in[0]), wb_r(in[1]),
-                    wb_r(in[2]), wb_r(in[3]));
+            mma_k16(L, d, w, &b[4 * j + 2 * hi], in);
         }
 }
 
@@ -1169,7 +1173,7 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     }
     wb_reg zero = mov(L, "f32", WB_RC_F32, wb_f32(0.0f)), none = {-1};
     for (int gi = 0; gi < gpc; gi++) {
-        for (int i = 0; i < (bias ? 2 : 1) * nacc && !cont; i++)
+        for (int i = 0; i < (bias || L->steps ? 2 : 1) * nacc && !cont; i++) /* q: the bias's, or steps' k-high */
             p[i] = wb_new_reg(L->f, WB_RC_F32);
         if (L->steps)
             mma_step_pairs(L, p, q, a, b, cont ? none : zero, gi * 4 / gpc, (gi + 1) * 4 / gpc);
