@@ -1162,9 +1162,12 @@ static void lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales)
     int bias = L->raw && L->fmt->w.kind == WB_KIND_INT, sums = bias && L->gemv;
     if (sums && L->sub == 0)
         gemv_sums(L);
-    /* Raw: slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more
-     * (and per channel): the pair's products go into one f32 tile and one q, summed and scaled once. */
-    int paired = L->raw && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0, first = paired && L->sub % 2 == 0;
+    /* Slices 2j and 2j + 1 of a warp's stage lie in one scale group when groups span 128 k or more (and
+     * per channel): the pair's products go into one f32 tile (and one q), summed and scaled once. Taken
+     * by the raw rule, and by every kernel of two or more token tiles; at one token tile the registers it
+     * frees let a wave's next kernel in beside it (w4a16 lost 3.6% on 28672 x 4096, docs/perf.md). */
+    int paired = (L->raw || L->cfg->m_tiles > 1) && gpc == 1 && L->lay.ks % 2 == 0 && L->fmt->g % 128 == 0;
+    int first = paired && L->sub % 2 == 0;
     int cont = paired && !first; /* adding to the previous slice's tiles */
     wb_reg *p = cont ? L->pend : wb_arena_alloc(L->f->arena, (size_t)nacc * 2 * sizeof *p), *q = p + nacc;
     if (!c || !a || !b || !s || !p) {
