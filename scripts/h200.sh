@@ -14,10 +14,10 @@
 #   BASE=DIR scripts/h200.sh ab          the selftest of the kernels the ledger lacks, bench/ab_build.sh
 #                                       (this build's decode kernels beside those of the source tree DIR,
 #                                       when set), the weight types at M = 1, bench/ab_tma.sh at M = 16384
-#   BASE=DIR CASES=.. BASE2=DIR CASES2=.. [MS=16,256] scripts/h200.sh ab2  the selftest of the kernels
-#                                       the ledger lacks, bench/ab_build.sh beside DIR on CASES and beside
-#                                       DIR2 on CASES2, W4A16 beside torch f16 and the copy at MS (three
-#                                       rounds), the weight types at M = 1 on two shapes (issue 3's table)
+#   BASE1=DIR CASES1=.. [BASE2, CASES2, BASE3, CASES3] [MS=16,256] scripts/h200.sh ab2  the selftest
+#                                       of the kernels the ledger lacks, bench/ab_build.sh beside each DIR on
+#                                       its CASES, W4A16 beside torch f16 and the copy at MS (three rounds),
+#                                       the weight types at M = 1 on two shapes (issue 3's table)
 #   [BASE=DIR CASES=..] scripts/h200.sh peers  the selftest of the kernels the ledger lacks, (bench/ab_build.sh,)
 #                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
@@ -206,14 +206,14 @@ if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the type
   OUT=$LOGS MS=16384 step 100 bash bench/ab_tma.sh
   exit 0
 fi
-if [ "$mode" = ab2 ]; then # two builds before this one, each on its own cases; the suite beside torch; issue 3's table
-  # (the bases build while the selftest runs; each A/B into its own folder under $LOGS)
-  for b in "$BASE" "$BASE2"; do [ -x "$b/build/warble" ] || make -C "$b" -j8 build/warble >"$LOGS/make-$(basename "$b").log" 2>&1 & done
+if [ "$mode" = ab2 ]; then # builds before this one, each on its own cases; the suite beside torch; issue 3's table
+  # (BASE1..3: the bases build while the selftest runs; each A/B into its own folder under $LOGS)
+  for i in 1 2 3; do b=BASE$i; [ -n "${!b:-}" ] && { [ -x "${!b}/build/warble" ] ||
+    make -C "${!b}" -j5 build/warble >"$LOGS/make-$i.log" 2>&1 & }; done
   pending_selftest "${SELFTEST_S:-150}"
   wait
-  mkdir -p "$LOGS/ab1" "$LOGS/ab2"
-  OUT=$LOGS/ab1 BASE=$BASE CASES=$CASES step "${AB_S:-100}" bash bench/ab_build.sh
-  OUT=$LOGS/ab2 BASE=$BASE2 CASES=$CASES2 step "${AB_S:-100}" bash bench/ab_build.sh
+  for i in 1 2 3; do b=BASE$i c=CASES$i; [ -n "${!b:-}" ] || continue; mkdir -p "$LOGS/ab$i"
+    OUT=$LOGS/ab$i BASE=${!b} CASES=${!c} step "${AB_S:-100}" bash bench/ab_build.sh; done
   peers "${A16_S:-150}" --spec w4a16 --peer f16 --m "${MS:-16,256}" --rounds 3 --copy-ceiling
   python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
