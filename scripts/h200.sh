@@ -17,7 +17,8 @@
 #   BASE1=DIR CASES1=.. [BASE2, CASES2, BASE3, CASES3] [MS=16,256] scripts/h200.sh ab2  the selftest
 #                                       of the kernels the ledger lacks, bench/ab_build.sh beside each DIR on
 #                                       its CASES, W4A16 beside torch f16 and the copy at MS (three rounds),
-#                                       the weight types at M = 1 on two shapes (issue 3's table)
+#                                       the weight types at M = 1 on two shapes (issue 3's table);
+#                                       SELFTEST=0: no selftest, TABLES=0: the A/Bs alone
 #   [BASE=DIR CASES=..] scripts/h200.sh peers  the selftest of the kernels the ledger lacks, (bench/ab_build.sh,)
 #                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
@@ -210,10 +211,11 @@ if [ "$mode" = ab2 ]; then # builds before this one, each on its own cases; the 
   # (BASE1..3: the bases build while the selftest runs; each A/B into its own folder under $LOGS)
   for i in 1 2 3; do b=BASE$i; [ -n "${!b:-}" ] && { [ -x "${!b}/build/warble" ] ||
     make -C "${!b}" -j5 build/warble >"$LOGS/make-$i.log" 2>&1 & }; done
-  pending_selftest "${SELFTEST_S:-150}"
+  [ "${SELFTEST:-1}" = 0 ] || pending_selftest "${SELFTEST_S:-150}"
   wait
   for i in 1 2 3; do b=BASE$i c=CASES$i; [ -n "${!b:-}" ] || continue; mkdir -p "$LOGS/ab$i"
     OUT=$LOGS/ab$i BASE=${!b} CASES=${!c} step "${AB_S:-100}" bash bench/ab_build.sh; done
+  [ "${TABLES:-1}" = 0 ] && { pack; exit 0; }
   peers "${A16_S:-150}" --spec w4a16 --peer f16 --m "${MS:-16,256}" --rounds 3 --copy-ceiling
   python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
