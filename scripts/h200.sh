@@ -209,10 +209,11 @@ if [ "$mode" = ab ]; then # this build's decode kernels beside $BASE's, the type
 fi
 if [ "$mode" = ab2 ]; then # builds before this one, each on its own cases; the suite beside torch; issue 3's table
   # (BASE1..3: the bases build while the selftest runs; each A/B into its own folder under $LOGS)
-  for i in 1 2 3; do b=BASE$i; [ -n "${!b:-}" ] && { [ -x "${!b}/build/warble" ] ||
-    make -C "${!b}" -j5 build/warble >"$LOGS/make-$i.log" 2>&1 & }; done
+  makes=()
+  for i in 1 2 3; do b=BASE$i; [ -n "${!b:-}" ] && [ ! -x "${!b}/build/warble" ] &&
+    { make -C "${!b}" -j5 build/warble >"$LOGS/make-$i.log" 2>&1 & makes+=($!); }; done
   [ "${SELFTEST:-1}" = 0 ] || pending_selftest "${SELFTEST_S:-150}"
-  wait
+  [ ${#makes[@]} -gt 0 ] && wait "${makes[@]}" # (not the clock sampler, which runs to the end)
   for i in 1 2 3; do b=BASE$i c=CASES$i; [ -n "${!b:-}" ] || continue; mkdir -p "$LOGS/ab$i"
     OUT=$LOGS/ab$i BASE=${!b} CASES=${!c} step "${AB_S:-100}" bash bench/ab_build.sh; done
   [ "${TABLES:-1}" = 0 ] && { pack; exit 0; }
