@@ -18,7 +18,6 @@ typedef struct slot {
 
 typedef struct plan {
     int n;
-    int l1; /* cp.async.ca: the copies also allocate in L1 (a tile that other blocks of the SM copy too) */
     slot s[WB_MAX_COPY_SLOTS];
 } plan;
 

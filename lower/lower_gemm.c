@@ -315,12 +315,11 @@ static void slot_s(lw *L, wb_reg id, slot *sl)
     sl->dst = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(id), wb_imm(16), wb_r(L->smem)), L->lay.s_off);
 }
 
-/* Copy 16 bytes: cp.async (l1: through L1, .ca), or a plain load and a shared store (no cp.async on the
- * target). */
-static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred, int l1)
+/* Copy 16 bytes: cp.async, or a plain load and a shared store (no cp.async on the target). */
+static void copy16(lw *L, wb_reg dst, wb_reg src, wb_reg pred)
 {
     if (async_copies(L)) {
-        wb_emit(L->f, l1 ? WB_OP_CP_ASYNC_CA : WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
+        wb_emit(L->f, WB_OP_CP_ASYNC, NULL, 2, wb_r(dst), wb_r(src));
         if (pred.id >= 0)
             wb_guard_last(L->f, pred, 0);
         return;
@@ -341,7 +340,7 @@ static void issue_plan(lw *L, const plan *p, wb_reg stage_off, wb_reg koff)
     for (int i = 0; i < p->n; i++) {
         const slot *sl = &p->s[i];
         wb_reg src = koff.id >= 0 ? op2(L, WB_OP_ADD, "u64", WB_RC_B64, wb_r(sl->src), wb_r(koff)) : sl->src;
-        copy16(L, add(L, sl->dst, stage_off), src, sl->pred, p->l1);
+        copy16(L, add(L, sl->dst, stage_off), src, sl->pred);
     }
 }
 
@@ -372,7 +371,7 @@ static void issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts)
             wb_reg group = L->fmt->g < WB_KW ? muli(L, chunk, WB_KW / L->fmt->g) : divi(L, chunk, L->fmt->g / WB_KW);
             koff = op2(L, WB_OP_MUL_WIDE, "u32", WB_RC_B64, wb_r(group), wb_imm(L->lay.rec_bytes));
         }
-        plan single = {1, 0, {one}};
+        plan single = {1, {one}};
         issue_plan(L, &single, stage_off, koff);
     }
 }
@@ -402,10 +401,6 @@ static void plan_copies(lw *L)
     plan_slots(L, &L->pa, (L->gemv ? 1 : L->lay.bm) * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
     plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
     plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
-    /* mma.sync at two or more token tiles: the activation tile outweighs the weights' share of a stage,
-     * and every block of the SM copies the same one at about the same time; through L1, the SM's
-     * later copies of it need not go to L2 again */
-    L->pa.l1 = L->cfg->m_tiles > 1 && !L->wg && !L->tc;
 }
 
 /* The lane's code words in stage 0 (B words per k64, lane after lane, in its warp's slot); returns

@@ -1615,7 +1615,7 @@ static void run_thread(emu *e, int i)
             for (int j = 0; j < 4; j++)
                 store(e, "u32", val(th, &o[0]) + 4 * (uint64_t)j, val(th, &o[1 + j]), 1);
             break;
-        case WB_OP_CP_ASYNC: case WB_OP_CP_ASYNC_CA:
+        case WB_OP_CP_ASYNC:
             memcpy(shared_at(e, val(th, &o[0]), 16), global_at(e, val(th, &o[1]), 16, 0), 16);
             shared_write(e, val(th, &o[0]), 16);
             break;

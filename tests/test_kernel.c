@@ -148,8 +148,6 @@ START_TEST(standard_gemm_validates_and_prints)
 }
 END_TEST
 
-static int count_of(const char *text, const char *what);
-
 static wb_status ptx_for(const char *spec, wb_arch arch, wb_config c, char **ptx)
 {
     wb_format f = fmt(spec);
@@ -246,31 +244,6 @@ START_TEST(ptx_per_architecture)
         ck_assert_str_eq(ptx, again); /* deterministic */
         free(ptx);
         free(again);
-    }
-}
-END_TEST
-
-/* mma.sync kernels of two or more token tiles copy the activation tile through L1 (cp.async.ca: the
- * SM's blocks copy the same one), the weights past it (.cg); one token tile and wgmma copy all by .cg. */
-START_TEST(activation_copies_through_l1)
-{
-    static const struct {
-        wb_arch arch;
-        wb_config c;
-        int l1;
-    } cases[] = {
-        {WB_ARCH_SM90A, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 3}, 1},
-        {WB_ARCH_SM80, {.m_tiles = 4, .warps_n = 2, .warps_k = 2, .stages = 3}, 1},
-        {WB_ARCH_SM90A, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 5}, 0},
-        {WB_ARCH_SM90A, {.mma = WB_MMA_WGMMA, .load = WB_LOAD_CP_ASYNC, .m_tiles = 16, .warps_n = 4}, 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *ptx = NULL;
-        ck_assert_int_eq(ptx_for("w4a16", cases[i].arch, cases[i].c, &ptx), WB_OK);
-        int ca = count_of(ptx, "cp.async.ca.shared.global"), cg = count_of(ptx, "cp.async.cg.shared.global");
-        ck_assert_msg(cases[i].l1 ? ca > 0 : ca == 0, "case %zu: %d cp.async.ca", i, ca);
-        ck_assert_msg(cg > 0, "case %zu: the weights' copies are .cg", i);
-        free(ptx);
     }
 }
 END_TEST
@@ -1677,7 +1650,6 @@ int main(void)
     tcase_add_test(t, scale_goes_to_the_product_when_it_pays);
     tcase_add_test(t, legalizer_refuses_with_reasons);
     tcase_add_test(t, ptx_per_architecture);
-    tcase_add_test(t, activation_copies_through_l1);
     tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, w4a4_per_architecture);
     tcase_add_test(t, fp4_acts_per_architecture);
