@@ -98,7 +98,7 @@ OUT=${OUT:-/tmp/warble-out}
 # The device brings back at most 8 files of $OUT: the ledger, the selftest log and gpu.txt go there,
 # everything else into $LOGS, packed into $OUT/logs.tar.gz after every step (so a call cut short by
 # its time limit still brings back what finished).
-LOGS=${LOGS:-/tmp/warble-logs}
+LOGS=${LOGS:-$(mktemp -d /tmp/warble-logs.XXXXXX)} # (fresh each call: a machine kept warm between calls keeps /tmp)
 mkdir -p "$OUT" "$LOGS"
 cd "$(dirname "$0")/.."
 RESULTS=$OUT # (steps run sub-scripts with OUT=$LOGS)
