@@ -983,8 +983,6 @@ static void mma_fp8_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b)
         }
 }
 
-/* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
- * it is a register. */
 /* One m16n8k16 MMA: d = a x b + in (a: the four A registers, b: the two B registers, side by side) */
 static void mma_k16(lw *L, wb_reg *d, const wb_reg *a, const wb_reg *b, const wb_reg *in)
 {
@@ -992,6 +990,8 @@ static void mma_k16(lw *L, wb_reg *d, const wb_reg *a, const wb_reg *b, const wb
             wb_r(a[2]), wb_r(a[3]), wb_r(b[0]), wb_r(b[1]), wb_r(in[0]), wb_r(in[1]), wb_r(in[2]), wb_r(in[3]));
 }
 
+/* d = a x b over the slice's k16 steps [first, end) (mma.sync), starting from d, or from `zero` when
+ * it is a register. */
 static void mma_steps_in(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg zero, int first, int end)
 {
     int k16 = (L->t->features & WB_FEAT_MMA_K16) != 0;

@@ -359,7 +359,7 @@ START_TEST(a16_load_choice)
         {"nvfp4,out=f16", 4096, 8192, 8192, WB_MMA_WGMMA, WB_LOAD_CP_ASYNC, 8, 0, 0, 0},
         {"w4a16", 16, 8192, 8192, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 0, 0, 0, 0},
         /* two m-tiles where one warp along N would stay, over a long K whose halves take stages of 8
-     * slices: two in pairs splitting K */
+         * slices: two in pairs splitting K */
         {"w4a16", 16, 4096, 14336, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
         {"a=bf16,w=uint4,ws=bf16,g=128,zp=int", 9, 4096, 16384, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 2, 2, 0, 2},
         {"w4a16", 16, 4096, 11008, WB_MMA_SYNC, WB_LOAD_CP_ASYNC, 1, 2, 0, 0}, /* halves of 2 x 1 slices: not */
