@@ -307,13 +307,17 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
     wb_status ks = wb_legalize_k_slices(c);
     if (ks)
         return ks;
-    /* 8-bit activations: not with scales that change from slice to slice (g > 0 or ag > 0), which are
-     * loaded once a tile for the warp's one slice */
-    int sliceable = !wb_format_w8a8(f) ? !wb_format_fp4_acts(f) : f->a.bits == 8 && !f->g && !f->ag;
-    if (c->k_slices > 1 && (c->mma != WB_MMA_SYNC || !sliceable))
+    int acts = !wb_format_w8a8(f) ? !wb_format_fp4_acts(f) : f->a.bits == 8; /* 16-bit, or 8-bit */
+    if (c->k_slices > 1 && (c->mma != WB_MMA_SYNC || !acts))
         return wb_fail(WB_ERR_UNSUPPORTED, "k_slices > 1 is built for the mma.sync kernel with 16-bit activations, "
-                                           "or 8-bit ones with per-channel and per-token scales only (got %d)",
-                       c->k_slices);
+                                           "or 8-bit ones (got %d)", c->k_slices);
+    /* 8-bit activations: the scales of a group along K (g, ag) are loaded once a tile for all the warp's
+     * slices, and their product is scaled once, so the slices must lie in one group of each */
+    int span = WB_KW * c->k_slices;
+    if (c->k_slices > 1 && wb_format_w8a8(f) && (f->g % span || f->ag % span))
+        return wb_fail(WB_ERR_UNSUPPORTED, "k_slices %d gives a warp %d k of each stage under one set of scales: "
+                                           "8-bit activations need scale groups along K that are multiples of it "
+                                           "(g=%d, ag=%d)", c->k_slices, span, f->g, f->ag);
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
     if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)

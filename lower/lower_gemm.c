@@ -803,12 +803,13 @@ wb_reg *wb_gemm_new_slice_scales(lw *L)
     return s;
 }
 
-/* Load the factors of this thread's slice of block tile kt into s; only where `pred` holds when it is
- * a register (a tile past K has none), and only for tokens below M. */
+/* Load the factors of this thread's slice of block tile kt into s (with k_slices, of the warp's first
+ * slice: legalize keeps its slices in one group); only where `pred` holds when it is a register (a
+ * tile past K has none), and only for tokens below M. */
 void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred)
 {
     int nw = L->fmt->g ? 2 : 0;
-    wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->cfg->warps_k), wb_r(L->wk));
+    wb_reg slice = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(kt), wb_imm(L->cfg->warps_k * L->lay.ks), wb_r(L->vwk));
     wb_reg k0 = muli(L, slice, L->lay.slice_k);
     if (nw) {
         wb_reg ch = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(add(L, L->strip0, L->wn)), wb_imm(16), wb_r(L->gid));
@@ -1063,14 +1064,14 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         wb_tc_mma(L, a, b);
     else if (c && a && b && L->w8a8 && L->wg)
         wb_wgmma_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8 && L->grouped) { /* the slice's product, then its scales */
-        int nacc = L->cfg->m_tiles * 4;
-        wb_reg *part = wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part), *s2 = L->sscale;
+    else if (c && a && b && L->w8a8 && L->grouped) { /* the product of the warp's slices (one group), then its scales */
+        int nacc = L->cfg->m_tiles * 4, first = L->sub == 0;
+        wb_reg *part = first ? wb_arena_alloc(L->f->arena, (size_t)nacc * sizeof *part) : L->pend, *s2 = L->sscale;
         if (!part || !s2) {
             L->f->oom = 1;
             return;
         }
-        for (int i = 0; i < nacc; i++)
+        for (int i = 0; i < nacc && first; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
         if (L->f16_wide)
             mma_f16_wide_steps(L, part, a, b);
@@ -1078,6 +1079,10 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
             mma_fp8_steps(L, part, a, b);
         else
             mma_int_steps(L, part, a, b);
+        if (L->sub + 1 < L->lay.ks) { /* the warp's next slice adds to it */
+            L->pend = part;
+            return;
+        }
         wb_gemm_scale_part(L, c, part, s2);
         /* the next tile's factors into the same registers, unless it is past K */
         wb_reg next = addi(L, L->kt, 1), more = wb_new_reg(L->f, WB_RC_PRED);

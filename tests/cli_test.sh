@@ -222,8 +222,10 @@ grep -q 'wk=2,.*,ks=4$' "$tmp/out" || fail "ptx --k-slices 4: the config does no
 expect 2 "k-slices 3 is refused" "k_slices must be 1, 2 or 4" -- $W ptx w4a16 --arch sm_90a --m 1 --k-slices 3
 expect 2 "k-slices on wgmma is refused" "k_slices > 1 is built for the mma.sync kernel" -- \
     $W ptx w4a16 --arch sm_90a --m 4096 --mma wgmma --k-slices 2
-expect 2 "k-slices on W8A8 with weight groups is refused" "per-channel and per-token scales only" -- \
-    $W ptx w4a8-int8 --arch sm_80 --m 1 --k-slices 2
+expect 2 "k-slices wider than W8A8's weight groups are refused" "scale groups along K that are multiples" -- \
+    $W ptx w4a8-int8 --arch sm_80 --m 1 --k-slices 4
+expect 0 "k-slices within W8A8's weight groups" "" -- $W ptx w4a8-int8 --arch sm_80 --m 1 --k-slices 2 --hash
+grep -q ',ks=2$' "$tmp/out" || fail "ptx w4a8-int8 --k-slices 2: the config does not say ks=2: $(cat "$tmp/out")"
 expect 2 "k-slices on W4A4 is refused" "8-bit ones" -- $W ptx w4a4-int4 --arch sm_80 --m 1 --k-slices 2
 expect 0 "k-slices on per-channel int8" "ks=2" -- $W ptx int8 --arch sm_80 --m 1 --k-slices 2
 expect 2 "k-slices past the copy slots is refused" "at most 32" -- \

@@ -491,9 +491,11 @@ START_TEST(w4a8_fp8_kernel_matches_reference)
 }
 END_TEST
 
-/* 8-bit activations with two or four slices a warp (per-channel weight scales and per-token
- * activation scales): W4A8-fp8 widened to f16 on sm_90a at one and two m-tiles, int8 (s32
- * sums), s8 x int4, fp8 on sm_89; and refused with scales that change from slice to slice. */
+/* 8-bit activations with two or four slices a warp: per-channel weight scales and per-token
+ * activation scales (W4A8-fp8 widened to f16 on sm_90a at one and two m-tiles, int8 (s32 sums),
+ * s8 x int4, fp8 on sm_89), and scale groups along K that span the warp's slices (their product
+ * summed, then scaled once: W4A8-fp8 in groups of 128 and 256, activation groups, s8 x int4 and
+ * fp8 on sm_89 in groups); refused where a group is narrower than the warp's slices. */
 START_TEST(w8a8_k_slices)
 {
     static const struct { const char *spec; wb_arch arch; int64_t m, k; wb_config c; } cases[] = {
@@ -503,17 +505,24 @@ START_TEST(w8a8_k_slices)
         {"int8,bias=1", WB_ARCH_SM80, 5, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
         {"a=s8,w=int4,ws=f32,g=0", WB_ARCH_SM90A, 16, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 4, .stages = 2}},
         {"fp8,out=f16", WB_ARCH_SM89, 3, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 4, .k_slices = 2, .stages = 2}},
+        {"w4a8-fp8", WB_ARCH_SM90A, 16, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 4, .k_slices = 2, .stages = 3}},
+        {"a=e4m3,w=int4,ws=f32,g=256,bias=1,out=f16", WB_ARCH_SM90A, 13, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 1, .warps_k = 2, .k_slices = 4, .stages = 2}},
+        {"a=e4m3,ag=128,w=int4,ws=f32,g=128", WB_ARCH_SM90A, 5, 1024, {.mma = WB_MMA_SYNC, .m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 3}},
+        {"a=s8,w=int4,ws=f32,g=128", WB_ARCH_SM90A, 16, 2048, {.mma = WB_MMA_SYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 2, .k_slices = 2, .stages = 2}},
+        {"a=e4m3,w=e4m3,ws=f32,g=128", WB_ARCH_SM89, 7, 1024, {.m_tiles = 1, .warps_n = 1, .warps_k = 2, .k_slices = 2, .stages = 2}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(cases[i].spec, cases[i].arch, cases[i].m, 64, cases[i].k, cases[i].c);
-    static const char *const refused[] = {"w4a8-fp8", "a=e4m3,ag=128,w=int4,ws=f32,g=0", "w4a4-int4"};
+    static const struct { const char *spec; int ks; const char *why; } refused[] = {
+        {"w4a8-fp8", 4, "g=128, ag=0"}, {"a=e4m3,ag=128,w=int4,ws=f32,g=0", 4, "g=0, ag=128"},
+        {"w4a4-int4", 2, "k_slices > 1"}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         wb_format f;
-        ck_assert_int_eq(wb_format_parse(refused[i], &f), WB_OK);
-        wb_config c = {.mma = WB_MMA_SYNC, .k_slices = 2};
+        ck_assert_int_eq(wb_format_parse(refused[i].spec, &f), WB_OK);
+        wb_config c = {.mma = WB_MMA_SYNC, .k_slices = refused[i].ks};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, 1, 4096, 4096, &c), WB_OK);
         ck_assert_int_eq(wb_legalize(&f, wb_target_get(WB_ARCH_SM90A), &c), WB_ERR_UNSUPPORTED);
-        ck_assert_ptr_nonnull(strstr(wb_last_error(), "k_slices > 1"));
+        ck_assert_ptr_nonnull(strstr(wb_last_error(), refused[i].why));
     }
 }
 END_TEST
