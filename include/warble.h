@@ -198,8 +198,8 @@ typedef struct wb_config {
     int batch_invariant; /* 1: every output row has the same bits whatever M is (mma.sync, a split-K
                           * chosen from N and K alone, scales on the weights); slower at large M */
     int k_slices;  /* k64 slices each warp takes from a stage (1, 2, 4): more codes per barrier, copy
-                    * issue and loop iteration; mma.sync with 16-bit activations, or 8-bit ones with
-                    * per-channel weight scales and per-token activation scales */
+                    * issue and loop iteration; mma.sync with 16-bit activations, or 8-bit ones whose
+                    * scale groups along K (g, ag), if any, are multiples of 64 x k_slices */
     int persistent; /* 1: one block per SM walks the output tiles in the raster order, its producer
                      * filling the next tile's stages while the consumers store the last one's sums
                      * (--load tma only; never the heuristic's choice: at most 2% faster on an H100) */

@@ -18,7 +18,8 @@
 #                                       of the kernels the ledger lacks, bench/ab_build.sh beside each DIR on
 #                                       its CASES, W4A16 beside torch f16 and the copy at MS (three rounds),
 #                                       the weight types at M = 1 on two shapes (issue 3's table);
-#                                       SELFTEST=0: no selftest, TABLES=0: the A/Bs alone
+#                                       SELFTEST=0: no selftest, TABLES=0: the A/Bs alone, W4A8_MS=16: W4A8
+#                                       beside warble's fp8 at those M (issue 5), FORMATS=0: not issue 3's table
 #   [BASE=DIR CASES=..] scripts/h200.sh peers  the selftest of the kernels the ledger lacks, (bench/ab_build.sh,)
 #                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
@@ -219,6 +220,13 @@ if [ "$mode" = ab2 ]; then # builds before this one, each on its own cases; the 
   [ "${TABLES:-1}" = 0 ] && { pack; exit 0; }
   peers "${A16_S:-150}" --spec w4a16 --peer f16 --m "${MS:-16,256}" --rounds 3 --copy-ceiling
   python3 bench/peers_summary.py "$LOGS/peers.jsonl" | tee "$LOGS/peers-summary.md"
+  if [ -n "${W4A8_MS:-}" ]; then # W4A8 (per channel, in groups) beside warble's fp8 on the suite (issue 5)
+    PYTHONUNBUFFERED=1 step "${W4A8_S:-150}" python3 bench/warble_peers.py --no-torch --rounds 2 \
+      --spec "fp8;a=e4m3,w=int4,ws=f32,g=0;w4a8-fp8" --shapes 8192x8192,28672x4096,4096x14336,6144x4096 \
+      --m "$W4A8_MS" --out "$LOGS/w4a8.jsonl" >>"$LOGS/w4a8.log" 2>&1 || tail -5 "$LOGS/w4a8.log"
+    python3 bench/peers_summary.py "$LOGS/w4a8.jsonl" --base fp8 | tee "$LOGS/w4a8.md"
+  fi
+  [ "${FORMATS:-1}" = 0 ] && { pack; exit 0; }
   formats="a=f16,w=int4,g=128;a=f16,w=int2,g=128;a=f16,w=int3,g=128;a=f16,w=int5,g=128;a=f16,w=int6,g=128"
   formats="$formats;a=f16,w=int8,g=128;a=f16,w=e2m1,ws=e8m0,g=32;a=f16,w=e4m3,ws=f32,g=0"
   PYTHONUNBUFFERED=1 step "${FORMATS_S:-120}" python3 bench/warble_peers.py --no-torch --copy-ceiling --rounds "${ROUNDS:-2}" \
