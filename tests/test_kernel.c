@@ -1115,28 +1115,30 @@ START_TEST(w4a8_fp8_decode_on_f16)
     /* the decode configs (lower/config.c tune_w4a8_f16): per channel, where the grid fills its waves,
      * the fewest stages that keep a block beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks
      * of 16 warps, two an SM: 7 stages of 12 KB); else, and with group scales, 3 stages; two warps
-     * along N, K split up to 32 warps an SM at two m-tiles */
+     * along N, K split up to 32 warps an SM at two m-tiles; there, with group scales, two slices a
+     * warp and half the warps where the split leaves an SM under 30 warps (not on 8192 x 8192: 31) */
     static const struct {
         const char *spec;
         int64_t m, n, k;
-        int wn, wk, stages;
+        int wn, wk, stages, ks;
     } picks[] = {
-        {"a=e4m3,w=int4,ws=f32,g=0", 1, 8192, 8192, 2, 8, 7},  {"w4a8-fp8", 1, 8192, 8192, 2, 8, 3},
-        {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 5}, {"w4a8-fp8", 16, 28672, 4096, 2, 2, 3},
-        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 8},
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 8192, 8192, 2, 8, 7, 1},  {"w4a8-fp8", 1, 8192, 8192, 2, 8, 3, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 5, 1}, {"w4a8-fp8", 16, 28672, 4096, 2, 1, 3, 2},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 8, 1}, {"w4a8-fp8", 16, 8192, 8192, 2, 8, 3, 1},
+        {"w4a8-fp8", 16, 4096, 14336, 2, 4, 3, 2}, {"a=e4m3,ag=128,w=int4,ws=f32,g=0", 16, 6144, 4096, 2, 4, 3, 2},
         /* 192 blocks on 132 SMs: a wave not filled, so no deepening; two warps along N at one m-tile
          * where the blocks of 32 channels give every SM one */
-        {"a=e4m3,w=int4,ws=f32,g=0", 1, 6144, 4096, 2, 8, 3},  {"w4a8-fp8", 1, 6144, 4096, 2, 8, 3},
-        {"a=e4m3,w=int4,ws=f32,g=0", 1, 4096, 14336, 1, 16, 5},
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 6144, 4096, 2, 8, 3, 1},  {"w4a8-fp8", 1, 6144, 4096, 2, 8, 3, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0", 1, 4096, 14336, 1, 16, 5, 1},
     };
     for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
         wb_format f = fmt(picks[i].spec);
         wb_config c = {0};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, picks[i].m, picks[i].n, picks[i].k, &c), WB_OK);
         ck_assert_msg(c.mma == WB_MMA_SYNC && c.warps_n == picks[i].wn && c.warps_k == picks[i].wk &&
-                          c.stages == picks[i].stages,
-                      "%s M=%lld: wn=%d wk=%d stages=%d", picks[i].spec, (long long)picks[i].m, c.warps_n, c.warps_k,
-                      c.stages);
+                          c.stages == picks[i].stages && c.k_slices == picks[i].ks,
+                      "%s M=%lld: wn=%d wk=%d stages=%d ks=%d", picks[i].spec, (long long)picks[i].m, c.warps_n,
+                      c.warps_k, c.stages, c.k_slices);
         wb_config forced = {.stages = 4, .warps_k = 4};
         ck_assert_int_eq(wb_config_choose(&f, WB_ARCH_SM90A, picks[i].m, picks[i].n, picks[i].k, &forced), WB_OK);
         ck_assert_int_eq(forced.stages, 4);
