@@ -291,10 +291,17 @@ static inline void mbar_wait(lw *L, wb_reg mb, wb_reg parity, const char *label)
     wb_emit(L->f, WB_OP_BRA_IFNOT, NULL, 2, wb_r(done), wb_text(spin));
 }
 
-/* lower_gemm.c, used by the wgmma and TMA paths */
-wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
+/* lower_copy.c: the cp.async pipelines' copies. What a stage's copies take: the activation tile (the
+ * previous kernel's output, under PDL) and the weight codes and scales (the layer's own, written
+ * before any launch). */
+enum { COPY_ACTS = 1, COPY_WEIGHTS = 2, COPY_ALL = 3 };
+void wb_gemm_plan_copies(lw *L);
+void wb_gemm_issue_parts(lw *L, wb_reg stage_off, wb_reg kt, int parts);
 void wb_gemm_issue_stage(lw *L, wb_reg stage_off, wb_reg kt);
 void wb_gemm_issue_ahead(lw *L, wb_reg next);
+
+/* lower_gemm.c, used by the wgmma and TMA paths */
+wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
 
 wb_reg *wb_gemm_new_slice_scales(lw *L);
