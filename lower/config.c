@@ -343,7 +343,7 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
          * two rounds (docs/perf.md): 20.0 against 23.0 us on 4096 x 14336 (15.5 warps an SM), 8.70
          * against 9.57 on 6144 x 4096 (23), 27.8 against 28.1 on 28672 x 4096 (27); at 31 warps an SM
          * (8192 x 8192) 17.52 against 17.30, so it stays there. */
-        if ((f->g || f->ag) && !asked->k_slices && c->warps_k > 1 && f->g % 128 == 0 && f->ag % 128 == 0 &&
+        if ((f->g || f->ag) && !asked->k_slices && c->warps_k > 1 && wb_k_slices_share_scales(f, 2) &&
             blocks * c->warps_n * c->warps_k < 30 * sms)
             c->warps_k /= 2, c->k_slices = 2;
     }

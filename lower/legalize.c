@@ -162,6 +162,12 @@ wb_status wb_legalize_k_slices(const wb_config *c)
     return WB_OK;
 }
 
+int wb_k_slices_share_scales(const wb_format *f, int k_slices)
+{
+    int span = WB_KW * k_slices;
+    return f->g % span == 0 && f->ag % span == 0;
+}
+
 int wb_gemv_applies(const wb_format *f, const wb_config *c)
 {
     return c->mma == WB_MMA_SYNC && c->m_tiles == 1 && !c->batch_invariant && f->a.kind == WB_KIND_F16 &&
@@ -313,11 +319,10 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "or 8-bit ones (got %d)", c->k_slices);
     /* 8-bit activations: the scales of a group along K (g, ag) are loaded once a tile for all the warp's
      * slices, and their product is scaled once, so the slices must lie in one group of each */
-    int span = WB_KW * c->k_slices;
-    if (c->k_slices > 1 && wb_format_w8a8(f) && (f->g % span || f->ag % span))
+    if (c->k_slices > 1 && wb_format_w8a8(f) && !wb_k_slices_share_scales(f, c->k_slices))
         return wb_fail(WB_ERR_UNSUPPORTED, "k_slices %d gives a warp %d k of each stage under one set of scales: "
                                            "8-bit activations need scale groups along K that are multiples of it "
-                                           "(g=%d, ag=%d)", c->k_slices, span, f->g, f->ag);
+                                           "(g=%d, ag=%d)", c->k_slices, WB_KW * c->k_slices, f->g, f->ag);
     wb_layout lay;
     wb_layout_get(f, c, t->arch, &lay);
     if (c->load == WB_LOAD_TMA && lay.split_bytes > lay.mbar_off)

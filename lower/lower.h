@@ -10,6 +10,9 @@
 wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *cfg);
 /* The range of k_slices (0: let the heuristic choose), before any other rule. */
 wb_status wb_legalize_k_slices(const wb_config *c);
+/* 8-bit activations: a warp's k_slices slices of a stage lie in one scale group along K of each of
+ * g and ag (their product is scaled once) */
+int wb_k_slices_share_scales(const wb_format *f, int k_slices);
 /* Whether a gemv kernel (wb_config.gemv) is built for this format and config */
 int wb_gemv_applies(const wb_format *f, const wb_config *c);
 /* The format part alone (what any config would need). */
