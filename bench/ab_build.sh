@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # This build beside another one, on one GPU in one run: the decode kernels whose PTX a change touched,
 # timed by each build's `warble bench --json` (events timing, median of 15, weight sets rotated past L2),
-# two rounds with the builds interleaved case by case.
-#   BASE=DIR [CASES=...] bench/ab_build.sh    DIR: a source tree of the other build (built here with make if it
+# two rounds (or ROUNDS) with the builds interleaved case by case.
+#   BASE=DIR [CASES=...] [ROUNDS=2] bench/ab_build.sh    DIR: a source tree of the other build (built here with make if it
 #                                 has no build/warble); JSON lines in $OUT/ab_build.jsonl, each line
 #                                 tagged with "build": "base" or "this"; a summary per case on stdout
 #                                 (bench/ab_summary.py)
@@ -20,7 +20,7 @@ cases=(
 )
 # CASES="spec|m|n|k|flags;..." replaces the list (flags: warble bench choices such as --load tma)
 [ -n "${CASES:-}" ] && IFS=';' read -r -a cases <<<"$CASES"
-for round in 1 2; do
+for round in $(seq "${ROUNDS:-2}"); do
   for c in "${cases[@]}"; do
     IFS='|' read -r spec m n k flags <<<"$c"
     for b in base this; do

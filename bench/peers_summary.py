@@ -28,6 +28,7 @@ def versus(rows, base):
                 r["us"], r.get("tbps"))
     by = {}
     for (fmt, variant, proc, rnd, n, k, m), (us, tbps) in times.items():
+        # (SPEC measured as the heuristic picks it only: beside each of the other's variants)
         b = times.get((base, variant, proc, rnd, n, k, m)) or times.get((base, "auto", proc, rnd, n, k, m))
         if fmt != base and b is not None:
             share = tbps / b[1] if tbps and b[1] else None

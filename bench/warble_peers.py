@@ -33,11 +33,10 @@ class HostWeights(C.Structure):
 class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel writes them all)
     _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma",
                                        "batch_invariant", "k_slices", "persistent", "cluster",
-                                       "split_k", "gemv", "wide_tile")]
+                                       "split_k", "gemv")]
 
 
-LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3, "tma-quad": 3, "tma-wide": 3,
-         "tma-wide-persistent": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
+LOADS = {"auto": 0, "cp.async": 2, "tma": 3, "tma-persistent": 3, "tma-cluster": 3, "tma-quad": 3}  # WB_LOAD_*; a forced load goes with WB_MMA_WGMMA (2)
 
 
 def load_lib(path):
@@ -175,17 +174,10 @@ def bench_warble(lib, gpu, spec, n, k, ms, variants):
         for variant, (load, m_tiles) in variants:
             # a forced load: the wgmma kernel with this load path at every M; auto: the heuristic's
             forced = None if load == "auto" else C.byref(Config(
-                load=LOADS[load], mma=2, persistent=int(load.endswith("-persistent")),
-                cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0), m_tiles=m_tiles,
-                wide_tile=int(load.startswith("tma-wide"))))
+                load=LOADS[load], mma=2, persistent=int(load == "tma-persistent"),
+                cluster={"tma-cluster": 2, "tma-quad": 4}.get(load, 0), m_tiles=m_tiles))
             for layer in layers:
                 check(lib, lib.wb_layer_set_config(layer, forced), "wb_layer_set_config")
-            if load.startswith("tma-wide"):  # W4A8 with fp8 activations only: skip the specs it does not build
-                try:
-                    call(layers[0])()
-                except RuntimeError as e:
-                    print("skip %s %s: %s" % (spec, variant, e), flush=True)
-                    continue
             res = tp.time_calls([call(l) for l in layers])
             cfg = Config()
             sha = C.create_string_buffer(65)
@@ -211,9 +203,7 @@ def main():
                     help="force the wgmma kernel with this load path (tma: the warp-specialized pipeline; "
                          "tma-persistent: the same with one block per SM walking the tiles; tma-cluster: in clusters of two "
                          "blocks sharing the activation tile; tma-quad: in clusters of four sharing activation and "
-                         "weight tiles; tma-wide: W4A8 with fp8 activations, its 4-bit codes widened into an e4m3 tile in "
-                         "shared memory (wb_config.wide_tile), tma-wide-persistent: the same in persistent blocks; auto: the heuristic's kernel), optionally with "
-                         "':M_TILES'; several, separated "
+                         "weight tiles; auto: the heuristic's kernel), optionally with ':M_TILES'; several, separated "
                          "by ',', are timed in turn on the same weights (e.g. auto,tma:32)")
     ap.add_argument("--m-tiles", type=int, default=0,
                     help="with a forced load without ':M_TILES': the token tile in m-tiles of 8 (24: 192 tokens), "

@@ -222,11 +222,6 @@ typedef struct wb_config {
                      * 8 k16 chunks) instead of a second MMA per k16 step (mma.sync, one m-tile, f16
                      * activations, scale groups of 32 or a multiple of 64; the heuristic's choice at M = 1
                      * where it applies); -1: not; 0: warble's choice */
-    int wide_tile;  /* 1: W4A8 with fp8 activations (int4 or e2m1 weights) on wgmma's TMA pipeline widens each
-                     * stage's 4-bit codes to e4m3 in shared memory, in the producer warpgroup's three
-                     * spare warps, and wgmma reads that tile by descriptor as it reads fp8's weights, so
-                     * the consumers run fp8's loop; -1: the consumers widen the codes in their registers
-                     * (wgmma's register A operand); 0: warble's choice */
 } wb_config;
 
 enum { WB_LOAD_AUTO = 0, WB_LOAD_LDG, WB_LOAD_CP_ASYNC, WB_LOAD_TMA };

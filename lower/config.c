@@ -609,8 +609,7 @@ int wb_config_equal(const wb_config *a, const wb_config *b)
            a->stages == b->stages && a->load == b->load && a->mma == b->mma &&
            a->batch_invariant == b->batch_invariant && wb_config_ks(a) == wb_config_ks(b) &&
            a->persistent == b->persistent && (a->cluster > 1 ? a->cluster : 1) == (b->cluster > 1 ? b->cluster : 1) &&
-           (a->split_k > 1) == (b->split_k > 1) && (a->gemv > 0) == (b->gemv > 0) &&
-           (a->wide_tile > 0) == (b->wide_tile > 0);
+           (a->split_k > 1) == (b->split_k > 1) && (a->gemv > 0) == (b->gemv > 0);
 }
 
 int wb_config_print(const wb_config *c, char *buf, size_t size)
@@ -620,11 +619,10 @@ int wb_config_print(const wb_config *c, char *buf, size_t size)
         snprintf(ks, sizeof ks, ",ks=%d", wb_config_ks(c));
     if (c->cluster > 1)
         snprintf(cl, sizeof cl, ",cluster=%d", c->cluster);
-    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s%s%s", c->m_tiles, c->warps_n,
+    return snprintf(buf, size, "mt=%d,wn=%d,wk=%d,stages=%d,load=%s,mma=%s%s%s%s%s%s%s", c->m_tiles, c->warps_n,
                     c->warps_k, c->stages, wb_load_name(c->load), wb_mma_name(c->mma), ks,
                     c->batch_invariant ? ",bi=1" : "", c->persistent ? ",persistent=1" : "", cl,
-                    c->split_k > 1 ? ",split_k=2" : "", c->gemv > 0 ? ",gemv=1" : "",
-                    c->wide_tile > 0 ? ",wide_tile=1" : "");
+                    c->split_k > 1 ? ",split_k=2" : "", c->gemv > 0 ? ",gemv=1" : "");
 }
 
 wb_status wb_kernel_dims(const wb_format *f, wb_arch arch, const wb_config *c, int64_t m, int64_t n, int64_t k,

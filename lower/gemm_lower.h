@@ -104,10 +104,7 @@ typedef struct lw {
     int pp;                            /* W8A8 on wgmma: the rotated loop unrolled by two, the A
                                           registers double-buffered (see wb_wgmma_steps) */
     int ss;                            /* wgmma reads the weight tile from shared memory by descriptor
-                                          (wb_w8_smem_operand: fp8 on sm_90a; or wide_tile); no A
-                                          registers */
-    int wide;                          /* wide_tile: the 4-bit codes widened to an e4m3 tile in shared
-                                          memory by the producer warpgroup's spare warps (lower_tma.c) */
+                                          (wb_w8_smem_operand: fp8 on sm_90a); no A registers */
     wb_reg ss_a;                       /* ss: the warpgroup's weight tile in stage 0 */
     int half;                          /* pp: which half of the loop body is being lowered */
     wb_reg *abuf[2];                   /* pp: each half's A registers (code words, or int4 widened) */
@@ -313,8 +310,6 @@ const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *nt
 void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
-/* The same for `words` packed words q (a: 2 x words registers) */
-void wb_widen4_words(lw *L, const wb_reg *q, const wb_reg *a, int words);
 float wb_widen_factor(const wb_format *f);
 /* W4A4: a word of 8 s4 codes -> s8 registers of its even codes (0, 2, 4, 6) and its odd ones */
 void wb_widen_s4(lw *L, wb_reg word, wb_reg *even, wb_reg *odd);
@@ -362,7 +357,6 @@ void wb_tma_setup(lw *L);
 void wb_tma_first_stage(lw *L);
 void wb_tma_next_stage(lw *L);
 void wb_tma_wait(lw *L, wb_reg tile);
-void wb_tma_wait_landed(lw *L);
 void wb_tma_release(lw *L);
 void wb_wgmma_land(lw *L, int pending, int ahead);
 void wb_wgmma_kloop_end(lw *L);

@@ -54,23 +54,13 @@ void wb_layout_get(const wb_format *f, const wb_config *cfg, wb_arch arch, wb_la
     L->w_off = L->q_off + L->q_stage;
     L->s_off = L->w_off + L->w_stage;
     L->stage = L->s_off + L->s_stage;
-    L->wide_tile = cfg->wide_tile > 0;
-    L->x_off = L->x_bytes = 0;
-    if (wb_w8_smem_operand(f, arch) && cfg->mma == WB_MMA_WGMMA) {
-        L->x_off = L->w_off;
-        L->x_bytes = L->w_bytes;
-    } else if (L->wide_tile) { /* 1024-byte swizzle atoms: whole atoms from the stage's start */
-        L->x_off = (L->stage + 1023) / 1024 * 1024;
-        L->x_bytes = 2 * L->slice_k * 8;
-        L->stage = L->x_off + warps * L->x_bytes;
-    }
     if (cfg->mma == WB_MMA_WGMMA || cfg->mma == WB_MMA_TCGEN05) /* read in 1024-byte swizzle atoms */
         L->stage = (L->stage + 1023) / 1024 * 1024;
     L->red_bytes = (cfg->warps_k - 1) * cfg->warps_n * cfg->m_tiles * 4 * 32 * 4;
     L->smem = L->stage * cfg->stages;
     L->mbar_off = L->smem;
     if (cfg->load == WB_LOAD_TMA)
-        L->smem += (8 * (L->wide_tile ? 3 : 2) * cfg->stages + 15) / 16 * 16;
+        L->smem += 16 * cfg->stages;
     L->out_row = L->out_bytes = L->out_off = 0;
     if (cfg->load == WB_LOAD_TMA && cfg->mma == WB_MMA_WGMMA) {
         L->out_row = 2 * L->bn + 16;
@@ -111,11 +101,6 @@ int wb_layout_copy_slots(const wb_layout *L)
 int64_t wb_layout_groups(const wb_format *f, int64_t k)
 {
     return f->g > 0 ? k / f->g : 1;
-}
-
-int wb_wide_tile_applies(const wb_format *f, wb_arch arch)
-{
-    return arch == WB_ARCH_SM90A && wb_format_w8a8_fp8(f) && wb_type_w4(f->w);
 }
 
 int wb_w8_smem_operand(const wb_format *f, wb_arch arch)

@@ -39,15 +39,10 @@ typedef struct wb_layout {
     int groups_per_chunk; /* scale records per warp per stage */
     int a_stage, w_stage, s_stage, stage; /* bytes */
     int a_off, w_off, s_off;              /* offsets inside a stage */
-    int x_off, x_bytes;   /* where wgmma reads the weight tile by descriptor in a stage (fp8 on sm_90a:
-                             w_off; wide_tile: the e4m3 tile widened from the codes, after them), and
-                             the bytes of one warp slice of it (2048: 16 channels x k128); else 0 */
-    int wide_tile;        /* wb_config.wide_tile > 0 (lower_tma.c): a third mbarrier per stage, `wide` */
     int red_bytes;        /* split-K reduction buffer */
     int split_bytes;      /* split_k 2: the second block's f32 (s32) sums, at offset 0 of the first's */
     int mbar_off;         /* TMA loads: per stage a `full` mbarrier (the producer's copies landed), then per
-                             stage an `empty` one (every consumer is done with it), after the stages;
-                             wide_tile: then per stage a `wide` one (its e4m3 tile is written) */
+                             stage an `empty` one (every consumer is done with it), after the stages */
     int tc_a_off;         /* tcgen05: two dequantized weight tiles (128 channels x 128 bytes, swizzled
                              like the activation tile) after the stages, then two mbarriers (one per
                              tile: its MMAs' commit) at tc_mbar_off and the TMEM address at tc_tmem_off */
@@ -84,9 +79,6 @@ int wb_w4a8_f16(const wb_format *f, wb_arch arch);
  * K-major 128B swizzle (docs/layout.md), which the kernels read by descriptor instead of into
  * registers; 0 for every other format and target (the fragment layouts). */
 int wb_w8_smem_operand(const wb_format *f, wb_arch arch);
-/* W4A8 with fp8 activations (int4 or e2m1 weights) on sm_90a, which wb_config.wide_tile may widen into
- * shared memory on the TMA pipeline (lower_tma.c) */
-int wb_wide_tile_applies(const wb_format *f, wb_arch arch);
 /* 8-bit codes: a lane whose gid (lane / 4) is odd holds the two 16-byte halves of its 32 bytes of a k64
  * chunk swapped (its word w at w ^ 4), so that each of the warp's two 16-byte loads of a chunk meets
  * every bank once (wb_gemm_load_w_words): lanes 32 bytes apart would read two to a bank. */

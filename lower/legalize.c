@@ -255,14 +255,6 @@ wb_status wb_legalize(const wb_format *f, const wb_target *t, const wb_config *c
                                            "points (w=int2, w=int3), f16 activations and scale groups of 32 or a "
                                            "multiple of 64, on mma.sync with m_tiles 1 and without "
                                            "--batch-invariant; elsewhere the one-token-tile kernel is the same");
-    if (c->wide_tile < -1 || c->wide_tile > 1)
-        return wb_fail(WB_ERR_UNSUPPORTED, "wide_tile must be -1 (off), 0 (warble's choice) or 1 (got %d)",
-                       c->wide_tile);
-    if (c->wide_tile > 0 && !(wb_wide_tile_applies(f, t->arch) && c->mma == WB_MMA_WGMMA && c->load == WB_LOAD_TMA &&
-                              c->cluster != 4))
-        return wb_fail(WB_ERR_UNSUPPORTED, "--wide-tile is built for W4A8 with fp8 activations (int4 or e2m1 "
-                                           "weights, a=e4m3 or e5m2) on wgmma's TMA pipeline (--mma wgmma --load "
-                                           "tma, sm_90a), not in quads (--cluster 4)");
     if (c->batch_invariant && c->mma != WB_MMA_SYNC)
         return wb_fail(WB_ERR_UNSUPPORTED, "batch-invariant mode uses mma.sync (one instruction and one split-K "
                                            "at every M); got --mma %s", wb_mma_name(c->mma));

@@ -225,8 +225,8 @@ static wb_reg plan_frag_w(lw *L)
     if (L->ss) {
         wb_reg first = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->vwk), wb_imm(L->cfg->warps_n),
                            wb_r(andi(L, L->wn, ~3)));
-        L->ss_a = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(first), wb_imm(L->lay.x_bytes), wb_r(L->smem)),
-                       L->lay.x_off);
+        L->ss_a = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(first), wb_imm(L->lay.w_bytes), wb_r(L->smem)),
+                       L->lay.w_off);
         return first;
     }
     wb_reg slot_idx = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->wn), wb_imm(L->lay.vk), wb_r(L->vwk));
@@ -1382,8 +1382,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
             L.wpre_value = k->ops[i].result;
     if (L.rot && L.wpre_value < 0)
         L.rot = 0;
-    L.wide = L.tma && L.w4_f8 && k->cfg.wide_tile > 0;
-    L.ss = L.wg && (wb_w8_smem_operand(&k->fmt, t->arch) || L.wide);
+    L.ss = L.wg && wb_w8_smem_operand(&k->fmt, t->arch);
     L.pp = L.rot && L.w8a8 && !L.ss;
     /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);

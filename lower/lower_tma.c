@@ -33,9 +33,8 @@
  * consumer warp releasing a stage to the three producers that fill it; docs/architecture.md. */
 #include "lower/gemm_lower.h"
 
-/* The empty mbarrier of the stage whose full one is at full; wide_tile: its wide one. */
+/* The empty mbarrier of the stage whose full one is at full. */
 static wb_reg empty_bar(lw *L, wb_reg full) { return addi(L, full, 8 * L->cfg->stages); }
-static wb_reg wide_bar(lw *L, wb_reg full) { return addi(L, full, 16 * L->cfg->stages); }
 
 static wb_reg pred_of(lw *L, wb_op cmp, wb_reg x, int64_t v)
 {
@@ -197,77 +196,6 @@ static void produce(lw *L)
         wb_gemm_walk_next(L, tile, ntiles, tile_head);
 }
 
-/* wide_tile: the producer warpgroup's other three warps (spare, 0..2) widen each stage's 4-bit codes into
- * the stage's e4m3 tile, which the consumers' wgmma reads by descriptor as fp8's weights (lower_wgmma.c).
- * Spare warp w takes warp slices w, w + 3, ...; in each, a lane's 16 code bytes of a k64 chunk c are its
- * four packed words (lower/layout.h: word q holds A registers 2q and 2q + 1, rows gid and gid + 8,
- * k 16 (4c + q) + 4 tig ..), widened to 8 e4m3 words (lower_widen.c) and stored where the slice's
- * two swizzled 8-row atoms hold them: row r, 16-byte chunk (4c + q) ^ gid, byte 4 tig (+1024 for
- * row gid + 8), the layout fp8's packing gives its weights in memory (wb_w8_smem_operand). The
- * chunk's XOR with gid is one lop3 a word: gid sits in bits 4..6 of the lane's base address, whose
- * other terms are 1024-byte aligned or below bit 4. The 32 lanes of a store meet each bank once.
- * Every lane fences its stores to the async proxy, the warp meets, and lane 0 arrives on the stage's
- * wide mbarrier (three arrivals a use) and on its empty one: the producer refills the stage once the
- * spare warps have read its codes and the consumers have released it, so a tile is never widened
- * into while wgmma reads it. The same walk over stages as the producer's: over output tiles too
- * (persist). Not in quads (cluster 4), whose token neighbour copies weight slices into the stage. */
-static void widen_stages(lw *L)
-{
-    int nw = L->cfg->warps_n, spare = 3, wb = L->lay.w_bytes, xb = L->lay.x_bytes;
-    wb_reg w = shri(L, op2(L, WB_OP_SUB, "u32", WB_RC_B32, wb_r(L->tid), wb_imm(L->lay.consumers + 32)), 5);
-    wb_reg lead = pred_of(L, WB_OP_SETP_EQ, L->lane, 0);
-    wb_reg src0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(w), wb_imm(wb), wb_r(L->smem));
-    src0 = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->lane), wb_imm(16), wb_r(src0)), L->lay.w_off);
-    wb_reg dst0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(w), wb_imm(xb), wb_r(L->smem));
-    dst0 = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->gid), wb_imm(128 + 16), wb_r(dst0));
-    dst0 = addi(L, op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(L->tig), wb_imm(4), wb_r(dst0)), L->lay.x_off);
-    wb_reg so = mov(L, "u32", WB_RC_B32, wb_imm(0)), full = mov(L, "u32", WB_RC_B32, wb_r(L->mbar));
-    wb_reg use = mov(L, "u32", WB_RC_B32, wb_imm(0)), tile = {-1}, ntiles = {-1};
-    const char *tile_head = L->persist ? wb_gemm_walk_begin(L, "wtile", &tile, &ntiles) : NULL;
-    wb_reg kt = mov(L, "u32", WB_RC_B32, wb_imm(0));
-    const char *head = wb_new_label(L->f, "widen");
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(head));
-    mbar_wait(L, full, use, "codes");
-    for (int i = 0; i * spare < nw; i++) {
-        const char *skip = NULL;
-        if (nw - i * spare < spare) { /* the last round: warps w < nw - 3 i only */
-            skip = wb_new_label(L->f, "noslice");
-            wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_GE, w, nw - i * spare)), wb_text(skip));
-        }
-        wb_reg src = add(L, src0, so), dst = addi(L, add(L, dst0, so), (int64_t)i * spare * xb);
-        for (int c = 0; c < 2; c++) {
-            wb_reg q[4], a[8];
-            for (int j = 0; j < 4; j++)
-                q[j] = wb_new_reg(L->f, WB_RC_B32);
-            for (int j = 0; j < 8; j++)
-                a[j] = wb_new_reg(L->f, WB_RC_B32);
-            wb_emit(L->f, WB_OP_LD_SHARED_V4, NULL, 5, wb_r(q[0]), wb_r(q[1]), wb_r(q[2]), wb_r(q[3]),
-                    wb_r(addi(L, src, (int64_t)i * spare * wb + c * 512)));
-            wb_widen4_words(L, q, a, 4);
-            for (int j = 0; j < 4; j++) {
-                wb_reg at = op2(L, WB_OP_XOR, "b32", WB_RC_B32, wb_r(dst), wb_imm(16 * (4 * c + j)));
-                wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(at), wb_r(a[2 * j]));
-                wb_emit(L->f, WB_OP_ST_SHARED, "b32", 2, wb_r(addi(L, at, 1024)), wb_r(a[2 * j + 1]));
-            }
-        }
-        if (skip)
-            wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-    }
-    wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
-    wb_emit(L->f, WB_OP_BAR_WARP_SYNC, NULL, 0);
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(wide_bar(L, full)));
-    wb_guard_last(L->f, lead, 0);
-    wb_emit(L->f, WB_OP_MBAR_ARRIVE, NULL, 1, wb_r(empty_bar(L, full))); /* done reading its codes */
-    wb_guard_last(L->f, lead, 0);
-    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(kt), wb_r(kt), wb_imm(1));
-    next_stage(L, so, full, use);
-    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
-    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(kt), wb_r(L->nkt));
-    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(head));
-    if (L->persist)
-        wb_gemm_walk_next(L, tile, ntiles, tile_head);
-}
-
 /* Registers per thread of a block of `threads` (ptxas's split of the 64K register file, in units of 8) */
 static int regs_of(int threads)
 {
@@ -303,11 +231,9 @@ void wb_tma_setup(lw *L)
                         "stage to both producers"));
     /* cluster: a stage is refilled (in both blocks: the activation halves are multicast) once the
      * consumer warps of both have released it */
-    /* (wide_tile: and this block's three spare warps, once they have read the stage's codes) */
-    int releasers = consumers / 32 * (L->quad ? 3 : L->cluster ? 2 : 1) + (L->wide ? 3 : 0); /* quad: and the token neighbour's */
-    for (int s = 0; s < (L->wide ? 3 : 2) * S; s++) { /* full, empty (wide_tile: wide, one arrival a spare warp) */
-        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)),
-                wb_imm(s < S ? 1 : s < 2 * S ? releasers : 3));
+    int releasers = consumers / 32 * (L->quad ? 3 : L->cluster ? 2 : 1); /* quad: and the token neighbour's */
+    for (int s = 0; s < 2 * S; s++) {
+        wb_emit(L->f, WB_OP_MBAR_INIT, NULL, 2, wb_r(addi(L, L->mbar, 8 * s)), wb_imm(s < S ? 1 : releasers));
         wb_guard_last(L->f, L->elected, 0);
     }
     wb_emit(L->f, WB_OP_FENCE_MBAR_INIT, NULL, 0);
@@ -325,13 +251,7 @@ void wb_tma_setup(lw *L)
         wb_emit(L->f, WB_OP_SETMAXNREG_DEC, NULL, 1, wb_imm(PRODUCER_REGS));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(pred_of(L, WB_OP_SETP_GE, L->tid, consumers + 32)), wb_text(idle));
     produce(L);
-    if (L->wide) { /* the other three warps widen the codes */
-        wb_emit(L->f, WB_OP_RET, NULL, 0);
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
-        widen_stages(L);
-    } else {
-        wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
-    }
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(idle));
     wb_emit(L->f, WB_OP_RET, NULL, 0);
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(consume));
     if (give)
@@ -364,17 +284,8 @@ void wb_tma_wait(lw *L, wb_reg tile)
     wb_reg past = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(past), wb_r(tile), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(past), wb_text(skip));
-    wb_tma_wait_landed(L);
-    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
-}
-
-/* A consumer: wait for the read stage's use (its full mbarrier; wide_tile: and its wide one, once the
- * spare warps have widened its codes). */
-void wb_tma_wait_landed(lw *L)
-{
     mbar_wait(L, L->rbar, L->rpar, "full");
-    if (L->wide)
-        mbar_wait(L, wide_bar(L, L->rbar), L->rpar, "wide");
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(skip));
 }
 
 /* A consumer warp is done with the tile of the stage it left last (its group is complete, its lanes

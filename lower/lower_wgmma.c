@@ -207,7 +207,7 @@ static void late_end(lw *L)
     wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
     wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
     wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->ltail[h]));
-    wb_tma_wait_landed(L);
+    mbar_wait(L, L->rbar, L->rpar, "full");
     if (L->wpre)
         wb_gemm_load_w_words(L, L->wpre, 0);
     if (h)

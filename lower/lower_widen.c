@@ -112,10 +112,9 @@ wb_reg *wb_gemm_new_wide(lw *L)
     return a;
 }
 
-void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a) { wb_widen4_words(L, q, a, wb_gemm_w_words(L)); }
-
-void wb_widen4_words(lw *L, const wb_reg *q, const wb_reg *a, int words)
+void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a)
 {
+    int words = wb_gemm_w_words(L);
     if (L->fmt->w.kind == WB_KIND_FLOAT)
         e2m1_widen(L, q, a, words);
     else if (L->w4_f8)

@@ -125,8 +125,6 @@ wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg)
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: split_k must be 0, 1 or 2 (got %d)", cfg->split_k);
     if (cfg && (cfg->gemv < -1 || cfg->gemv > 1))
         return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: gemv must be -1, 0 or 1 (got %d)", cfg->gemv);
-    if (cfg && (cfg->wide_tile < -1 || cfg->wide_tile > 1))
-        return wb_fail(WB_ERR_INVALID, "wb_layer_set_config: wide_tile must be -1, 0 or 1 (got %d)", cfg->wide_tile);
     pthread_mutex_lock(&layer->lock);
     layer->has_forced = cfg != NULL;
     if (cfg)

@@ -19,9 +19,7 @@
 #                                       its CASES, W4A16 beside torch f16 and the copy at MS (three rounds),
 #                                       the weight types at M = 1 on two shapes (issue 3's table);
 #                                       SELFTEST=0: no selftest, TABLES=0: the A/Bs alone, W4A8_MS=16: W4A8
-#                                       beside warble's fp8 at those M (issue 5), FORMATS=0: not issue 3's table,
-#                                       WIDE_MS=4096,16384: (after the selftest) W4A8 per channel with its codes
-#                                       widened in registers and in shared memory (wide_tile) beside fp8
+#                                       beside warble's fp8 at those M (issue 5), FORMATS=0: not issue 3's table
 #   [BASE=DIR CASES=..] scripts/h200.sh peers  the selftest of the kernels the ledger lacks, (bench/ab_build.sh,)
 #                                       W4A16 (both load paths),
 #                                       fp8, int8 and W4A8-fp8 beside torch at large M, the weight types at M = 1
@@ -216,14 +214,6 @@ if [ "$mode" = ab2 ]; then # builds before this one, each on its own cases; the 
   for i in 1 2 3; do b=BASE$i; [ -n "${!b:-}" ] && [ ! -x "${!b}/build/warble" ] &&
     { make -C "${!b}" -j5 build/warble >"$LOGS/make-$i.log" 2>&1 & makes+=($!); }; done
   [ "${SELFTEST:-1}" = 0 ] || pending_selftest "${SELFTEST_S:-150}"
-  if [ -n "${WIDE_MS:-}" ]; then # W4A8 per channel, its codes widened in registers (auto) and in shared memory
-    # (wb_config.wide_tile, plain and persistent), beside warble's fp8 (issue 5), two rounds
-    PYTHONUNBUFFERED=1 step "${WIDE_S:-200}" python3 bench/warble_peers.py --no-torch --rounds 2 \
-      --spec "fp8;a=e4m3,w=int4,ws=f32,g=0" --load auto,tma-wide,tma-wide-persistent:24 \
-      --shapes "${WIDE_SHAPES:-8192x8192,28672x4096}" --m "$WIDE_MS" --out "$LOGS/wide.jsonl" >>"$LOGS/wide.log" 2>&1 ||
-      tail -5 "$LOGS/wide.log"
-    python3 bench/peers_summary.py "$LOGS/wide.jsonl" --base fp8 | tee "$LOGS/wide.md"
-  fi
   [ ${#makes[@]} -gt 0 ] && wait "${makes[@]}" # (not the clock sampler, which runs to the end)
   for i in 1 2 3; do b=BASE$i c=CASES$i; [ -n "${!b:-}" ] || continue; mkdir -p "$LOGS/ab$i"
     OUT=$LOGS/ab$i BASE=${!b} CASES=${!c} step "${AB_S:-100}" bash bench/ab_build.sh; done

@@ -910,35 +910,6 @@ START_TEST(tma_kernel_matches_reference)
 }
 END_TEST
 
-/* --wide-tile (lower_tma.c): W4A8 with fp8 activations whose 4-bit codes the producer warpgroup's three
- * spare warps widen into each stage's e4m3 tile, read by wgmma as fp8's weights: the late loop (64- and
- * 128-token tiles; 1, 2 and 3 tiles of K: K ends after either half) and 192-token tiles, plain and
- * persistent, with a bias, int4 and e2m1 weights, scale groups along K (each slice's product scaled in
- * registers), one consumer warpgroup (four warp slices: the spare warps take two, one and one) and two
- * (eight: three, three and two), pairs of blocks sharing the activation tile. A consumer that read the
- * tile before its wide phase, a store with no fence.proxy.async before the arrival, a slice widened
- * into the wrong rows or chunks, or a stage widened while wgmma reads it fails the case. */
-START_TEST(tma_wide_tile_matches_reference)
-{
-    static const struct { const char *spec; int64_t m, n, k; int mt, wn, stages, persistent, cluster; } cases[] = {
-        {"a=e4m3,w=int4,ws=f32,g=0", 100, 256, 128, 8, 8, 3, 0, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0,bias=1", 300, 256, 384, 16, 8, 3, 0, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0,out=f16", 100, 128, 256, 8, 4, 4, 0, 1},
-        {"a=e4m3,w=e2m1,ws=f32,g=0", 100, 256, 512, 8, 8, 3, 0, 1},
-        {"w4a8-fp8", 100, 256, 512, 8, 8, 3, 0, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0,bias=1", 300, 256, 384, 24, 8, 3, 0, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0", 500, 256, 256, 24, 8, 3, 1, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0,out=f16,bias=1", 300, 512, 512, 8, 8, 3, 0, 2},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wb_config c = {.mma = WB_MMA_WGMMA, .load = WB_LOAD_TMA, .warps_k = 1, .warps_n = cases[i].wn,
-                       .m_tiles = cases[i].mt, .stages = cases[i].stages, .persistent = cases[i].persistent,
-                       .cluster = cases[i].cluster, .wide_tile = 1};
-        run_case(cases[i].spec, WB_ARCH_SM90A, cases[i].m, cases[i].n, cases[i].k, c);
-    }
-}
-END_TEST
-
 /* --cluster 2 (lower_tma.c): pairs of blocks on neighbouring channel tiles, each copying half of the
  * activation tile into both by TMA multicast, both blocks' consumer warps releasing each stage to both
  * producers, the pair meeting at barrier.cluster after setup and at the end; run two blocks at a time
@@ -1499,7 +1470,6 @@ int main(void)
     TCase *tma = tcase_create("tma");
     tcase_set_timeout(tma, 600);
     tcase_add_test(tma, tma_kernel_matches_reference);
-    tcase_add_test(tma, tma_wide_tile_matches_reference);
     suite_add_tcase(s, tma);
     TCase *sk = tcase_create("split_k"); /* CK_RUN_CASE=split_k: --split-k 2 alone */
     tcase_set_timeout(sk, 600);

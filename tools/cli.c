@@ -18,7 +18,6 @@ static const struct {
     [O_STAGES] = {"stages", 0},   [O_MTILES] = {"m-tiles", 0},
     [O_WARPSN] = {"warps-n", 0},  [O_WARPSK] = {"warps-k", 0}, [O_KSLICES] = {"k-slices", 0},
     [O_CLUSTER] = {"cluster", 0}, [O_SPLITK] = {"split-k", 0},  [O_GEMV] = {"gemv", 0},
-    [O_WIDE_TILE] = {"wide-tile", 0},
     [O_BATCH_INVARIANT] = {"batch-invariant", 1}, [O_PERSISTENT] = {"persistent", 1},
     [O_ANNOTATE] = {"annotate", 1}, [O_PLAIN] = {"plain", 1}, [O_HASH] = {"hash", 1},
     [O_JSON] = {"json", 1},       [O_SWEEP] = {"sweep", 1}, [O_DISPATCH] = {"dispatch", 1},
@@ -192,14 +191,6 @@ static int parse_config(cli_args *a)
         if ((rc = parse_name("--gemv", a->val[O_GEMV], gemv_names, 3, &g)))
             return rc;
         a->cfg.gemv = g == 1 ? 1 : -1;
-        a->have_cfg = 1;
-    }
-    if (a->val[O_WIDE_TILE]) { /* on: 1, off: -1 (0 is warble's choice) */
-        static const char *const wide_names[] = {"", "on", "off"};
-        int w = 0;
-        if ((rc = parse_name("--wide-tile", a->val[O_WIDE_TILE], wide_names, 3, &w)))
-            return rc;
-        a->cfg.wide_tile = w == 1 ? 1 : -1;
         a->have_cfg = 1;
     }
     if (cli_has(a, O_BATCH_INVARIANT))

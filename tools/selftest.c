@@ -44,16 +44,14 @@ static const char *const tma_specs[] = {"w4a16", "w4a16,a=bf16,ws=bf16", "w4a16-
 enum { TMA_FIRST_8BIT = 4 };
 
 /* The forced variants of the TMA pipeline (plan_case.tma): the choices as CLI words, the config fields
- * they set (cluster 0: the heuristic's), the label of the result line, (from 2 on) which of
- * tma_specs run them (bit i: tma_specs[i]) at which two M on 4096 x 4096 (quick: the first), and
- * wide_tile. */
+ * they set (cluster 0: the heuristic's), the label of the result line, and (from 2 on) which of
+ * tma_specs run them (bit i: tma_specs[i]) at which two M on 4096 x 4096 (quick: the first). */
 static const struct tma_variant {
     const char *choices;
     int persistent, cluster, m_tiles;
     const char *label;
     unsigned specs;
     int64_t m[2];
-    int wide_tile;
 } tma_variants[] = {
     [1] = {"--mma,wgmma,--load,tma,--cluster,1", 0, 1, 0, " (TMA loads)", 0, {0, 0}},
     /* more output tiles than a GPU has SMs, each block walking several; a tail token tile at 2500 */
@@ -72,13 +70,6 @@ static const struct tma_variant {
     /* fp8's and W4A16's pick at large M; W4A8's forced (docs/perf.md) */
     [7] = {"--mma,wgmma,--load,tma,--m-tiles,24,--persistent", 1, 0, 24, " (TMA, 192-token tiles, persistent)", 0x51,
            {2500, 4096}},
-    /* W4A8 with e4m3 activations, its int4 codes widened into an e4m3 tile in shared memory (one
-     * consumer warpgroup at 256, two at 1000; then 192-token tiles, plain and persistent) */
-    [8] = {"--mma,wgmma,--load,tma,--wide-tile,on", 0, 0, 0, " (TMA, wide tile)", 0x40, {256, 1000}, 1},
-    [9] = {"--mma,wgmma,--load,tma,--m-tiles,24,--wide-tile,on", 0, 0, 24, " (TMA, 192-token tiles, wide tile)", 0x40,
-           {1000, 2500}, 1},
-    [10] = {"--mma,wgmma,--load,tma,--m-tiles,24,--persistent,--wide-tile,on", 1, 0, 24,
-            " (TMA, 192-token tiles, persistent, wide tile)", 0x40, {2500, 4096}, 1},
 };
 
 /* The choices a case forces, as comma-separated CLI words (the fifth column of --list). */
@@ -481,7 +472,7 @@ static wb_config case_forced(const plan_case *pc)
     if (pc->tma) {
         const struct tma_variant *v = &tma_variants[pc->tma];
         c.mma = WB_MMA_WGMMA, c.load = WB_LOAD_TMA, c.persistent = v->persistent, c.cluster = v->cluster,
-        c.m_tiles = v->m_tiles, c.wide_tile = v->wide_tile;
+        c.m_tiles = v->m_tiles;
     }
     if (pc->slices)
         c.mma = WB_MMA_SYNC, c.warps_k = 2, c.k_slices = 4;

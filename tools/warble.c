@@ -62,9 +62,6 @@ static const char usage_text[] =
     "  --gemv on|off       the matrix-vector kernel, M = 1 only: int2 and int3 weights as raw code bits,\n"
     "                      their bias off each group's sum through the token's activation sums (mma.sync,\n"
     "                      one m-tile; the default at M = 1 where it applies)\n"
-    "  --wide-tile on|off  W4A8 with fp8 activations on --load tma: spare producer warps widen the 4-bit\n"
-    "                      codes to an e4m3 tile in shared memory, which wgmma reads as fp8's weights\n"
-    "                      (on), or the consumers widen them in registers (off)\n"
     "ARCH: sm_75 sm_80 sm_86 sm_89 sm_90a sm_100a sm_103a sm_120a (aliases: turing, ampere, hopper,\n"
     "  b200, b300, rtx50, ...)\n"
     "exit status: 0 ok, 1 a failed check or run, 2 bad usage or input (unsupported specs included)\n";
