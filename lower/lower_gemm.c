@@ -409,7 +409,10 @@ static void lower_kloop(lw *L)
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
             wb_tma_wait(L, L->kt);
-        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        if (L->group_sync)
+            wb_emit(L->f, WB_OP_BAR_SYNC_N, NULL, 2, wb_r(L->gbar), wb_imm(32 * L->cfg->warps_n));
+        else
+            wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         if (L->tc)
             wb_tc_top(L);
         wb_reg next = addi(L, L->kt, ahead);
@@ -1386,6 +1389,12 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.pp = L.rot && L.w8a8 && !L.ss;
     /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);
+    /* mma.sync with cp.async and K split inside the block: a warp reads only its own slices of a stage
+     * (and its wk's activation rows, which its warps_n warps share), so the warps of one wk copy those
+     * and meet on barrier 1 + wk alone (ids 1 to 15), not the whole block. fp4 activations and the
+     * block-scaled MMA convert or read the tile block-wide and keep the block barrier. */
+    L.group_sync = k->cfg.mma == WB_MMA_SYNC && k->cfg.load == WB_LOAD_CP_ASYNC && k->cfg.warps_k > 1 &&
+                   k->cfg.warps_k < 16 && !L.afp4 && !L.bs;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");
