@@ -409,10 +409,7 @@ static void lower_kloop(lw *L)
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
             wb_tma_wait(L, L->kt);
-        if (L->group_sync)
-            wb_emit(L->f, WB_OP_BAR_SYNC_N, NULL, 2, wb_r(L->gbar), wb_imm(32 * L->cfg->warps_n));
-        else
-            wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         if (L->tc)
             wb_tc_top(L);
         wb_reg next = addi(L, L->kt, ahead);
@@ -1389,16 +1386,6 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.pp = L.rot && L.w8a8 && !L.ss;
     /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);
-    /* mma.sync with cp.async and K split inside the block: a warp reads only its own slices of a stage
-     * (and its wk's activation rows, which its warps_n warps share), so the warps of one wk copy those
-     * and meet on barrier 1 + wk alone (ids 1 to 15), not the whole block. fp4 activations and the
-     * block-scaled MMA convert or read the tile block-wide and keep the block barrier. Measured (H100,
-     * events, three interleaved rounds; docs/perf.md, thirty-fourth session): W4A8-fp8 at M = 16 on
-     * 8192 x 8192 1.089x; 16-bit activations 0.93x to 1.04x (W4A16 at M = 16: 0.93x on 8192 x 8192,
-     * 0.87x on 28672 x 4096, 1.02x and 1.03x on the other two; at M = 1 1.017x on 6144 x 4096, int2's
-     * gemv kernel 1.039x), so they keep the block barrier: 8-bit activations only. */
-    L.group_sync = k->cfg.mma == WB_MMA_SYNC && k->cfg.load == WB_LOAD_CP_ASYNC && k->cfg.warps_k > 1 &&
-                   k->cfg.warps_k < 16 && !L.afp4 && !L.bs && L.w8a8;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");
