@@ -855,6 +855,18 @@ static void mma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *b, wb_reg
         mma_steps_in(L, c, a, b, zero, 0, 4);
 }
 
+/* 8-bit activations on mma.sync over the slice: both operands widened to f16 (W4A8 with fp8
+ * activations where fp8 mma.sync is emulated), the fp8 MMA, or the integer one. */
+static void mma_w8a8_steps(lw *L, wb_reg *d, const wb_reg *a, const wb_reg *b)
+{
+    if (L->f16_wide)
+        mma_f16_wide_steps(L, d, a, b);
+    else if (L->a8_float)
+        mma_fp8_steps(L, d, a, b);
+    else
+        mma_int_steps(L, d, a, b);
+}
+
 static void lower_mma(lw *L, int acc, int weights, int acts)
 {
     wb_reg *c = L->vals[acc], *a = L->vals[weights], *b = L->vals[acts];
@@ -882,12 +894,7 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         }
         for (int i = 0; i < nacc && first; i++)
             part[i] = L->a8_float ? mov(L, "f32", WB_RC_F32, wb_f32(0.0f)) : mov(L, "s32", WB_RC_B32, wb_imm(0));
-        if (L->f16_wide)
-            mma_f16_wide_steps(L, part, a, b);
-        else if (L->a8_float)
-            mma_fp8_steps(L, part, a, b);
-        else
-            mma_int_steps(L, part, a, b);
+        mma_w8a8_steps(L, part, a, b);
         if (L->sub + 1 < L->lay.ks) { /* the warp's next slice adds to it */
             L->pend = part;
             return;
@@ -897,12 +904,8 @@ static void lower_mma(lw *L, int acc, int weights, int acts)
         wb_reg next = addi(L, L->kt, 1), more = wb_new_reg(L->f, WB_RC_PRED);
         wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(next), wb_r(L->nkt));
         wb_gemm_slice_scales(L, next, s2, more);
-    } else if (c && a && b && L->f16_wide)
-        mma_f16_wide_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8 && L->a8_float)
-        mma_fp8_steps(L, c, a, b);
-    else if (c && a && b && L->w8a8)
-        mma_int_steps(L, c, a, b);
+    } else if (c && a && b && L->w8a8) /* (f16_wide: W4A8, a W8A8 format) */
+        mma_w8a8_steps(L, c, a, b);
     else if (c && a && b)
         mma_steps(L, c, a, b, (wb_reg){-1});
 }
