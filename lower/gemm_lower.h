@@ -39,6 +39,9 @@ typedef struct lw {
     wb_reg **vals;                     /* registers of each tile value */
     const char *loop_head;             /* label of the K loop */
     plan pa, pw, ps;                   /* this thread's copy slots of the A, W and scale tiles */
+    int group_sync;                    /* the warps of one wk copy their slices of a stage and meet on a
+                                          barrier of their own, gbar = 1 + wk (lower_kloop) */
+    wb_reg gbar;
     wb_reg wfrag, sfrag, afrag[2];     /* fragment addresses in stage 0 */
     wb_reg wfrag_hi;                   /* 8-bit codes: the address of the lane's words 4..7 of its chunk 0
                                           (their 16-byte halves are swapped where gid is odd) */

@@ -9,19 +9,32 @@
 
 typedef void slot_fn(lw *L, wb_reg id, slot *out);
 
-static void plan_slots(lw *L, plan *p, int total, slot_fn *fn)
+/* A tile's 16-byte slots are numbered [outer][warp slice][unit] (outer x warps_k x k_slices x unit in
+ * all): the block's threads take them in turn, or with group_sync the warps of one wk take those of
+ * their own slices, [outer][k_slices][unit], the same count per thread (the slice count is a multiple
+ * of warps_k). */
+static void plan_slots(lw *L, plan *p, int outer, int unit, slot_fn *fn)
 {
-    int threads = L->lay.threads;
+    int ks = L->lay.ks, total = outer * L->lay.vk * unit;
+    int threads = L->group_sync ? 32 * L->cfg->warps_n : L->lay.threads;
+    int span = L->group_sync ? outer * ks * unit : total;
+    wb_reg local = L->group_sync ? remi(L, L->tid, threads) : L->tid;
     p->n = 0;
-    for (int i = 0; i * threads < total && p->n < WB_MAX_COPY_SLOTS; i++) { /* legalize checks */
+    for (int i = 0; i * threads < span && p->n < WB_MAX_COPY_SLOTS; i++) { /* legalize checks */
         slot *sl = &p->s[p->n++];
-        wb_reg id = addi(L, L->tid, (int64_t)i * threads);
+        wb_reg idx = addi(L, local, (int64_t)i * threads), id = idx;
+        if (L->group_sync) { /* [o][k_slices][unit] of wk -> [o][vk][unit]: o * vk * unit + (wk * ks) * unit + r */
+            wb_reg o = divi(L, id, ks * unit), r = remi(L, id, ks * unit);
+            wb_reg first = op3(L, WB_OP_MAD_LO, "u32", WB_RC_B32, wb_r(o), wb_imm((int64_t)L->lay.vk * unit),
+                               wb_r(muli(L, L->vwk, unit)));
+            id = add(L, first, r);
+        }
         sl->pred = (wb_reg){-1};
         sl->wk = (wb_reg){-1};
         fn(L, id, sl);
-        if ((i + 1) * threads > total) {
+        if ((i + 1) * threads > span) {
             wb_reg in = wb_new_reg(L->f, WB_RC_PRED);
-            wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(id), wb_imm(total));
+            wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(in), wb_r(idx), wb_imm(span));
             if (sl->pred.id >= 0)
                 wb_emit(L->f, WB_OP_AND, "pred", 3, wb_r(in), wb_r(in), wb_r(sl->pred));
             sl->pred = in;
@@ -182,7 +195,9 @@ void wb_gemm_plan_copies(lw *L)
     int row = L->lay.q_row ? L->lay.q_row : L->lay.a_row; /* bytes of a token's slice as copied */
     /* gemv (M = 1): the token's row of each slice, not the tile's bm rows (past M, never read into a
      * stored column: the copies are not issued at all) */
-    plan_slots(L, &L->pa, (L->gemv ? 1 : L->lay.bm) * (row / 16) * L->lay.vk, row < 128 ? slot_a_narrow : slot_a);
-    plan_slots(L, &L->pw, warps * L->lay.w_bytes / 16, slot_w);
-    plan_slots(L, &L->ps, L->lay.s_stage / 16, slot_s);
+    if (L->group_sync)
+        L->gbar = addi(L, L->wk, 1);
+    plan_slots(L, &L->pa, 1, (L->gemv ? 1 : L->lay.bm) * (row / 16), row < 128 ? slot_a_narrow : slot_a);
+    plan_slots(L, &L->pw, L->cfg->warps_n, L->lay.w_bytes / 16, slot_w);
+    plan_slots(L, &L->ps, L->cfg->warps_n, L->lay.s_stage / 16 / warps, slot_s);
 }

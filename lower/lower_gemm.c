@@ -409,7 +409,10 @@ static void lower_kloop(lw *L)
             wb_emit(L->f, WB_OP_FENCE_PROXY_ASYNC, NULL, 0);
         if (L->tma)
             wb_tma_wait(L, L->kt);
-        wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
+        if (L->group_sync)
+            wb_emit(L->f, WB_OP_BAR_SYNC_N, NULL, 2, wb_r(L->gbar), wb_imm(32 * L->cfg->warps_n));
+        else
+            wb_emit(L->f, WB_OP_BAR_SYNC, NULL, 0);
         if (L->tc)
             wb_tc_top(L);
         wb_reg next = addi(L, L->kt, ahead);
@@ -1389,6 +1392,17 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
     L.pp = L.rot && L.w8a8 && !L.ss;
     /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);
+    /* mma.sync with cp.async and K split inside the block: a warp reads only its own slices of a stage
+     * (and its wk's activation rows, which its warps_n warps share), so the warps of one wk copy those
+     * and meet on barrier 1 + wk alone (ids 1 to 15), not the whole block. fp4 activations and the
+     * block-scaled MMA convert or read the tile block-wide and keep the block barrier. Measured (H100,
+     * events, interleaved rounds; docs/perf.md, thirty-fourth and thirty-fifth sessions): W4A8-fp8 at
+     * M = 16 1.085x on 8192 x 8192, 1.076x on 6144 x 4096, 1.005x on 28672 x 4096, 0.977x on
+     * 4096 x 14336, at M = 1 1.011x and 1.061x; W4A8 per channel 1.021x to 1.040x. With 16-bit
+     * activations it ran 0.87x to 1.04x (W4A16 at M = 16: 0.93x on 8192 x 8192, 0.87x on 28672 x 4096),
+     * so those keep the block barrier: 8-bit activations only. */
+    L.group_sync = k->cfg.mma == WB_MMA_SYNC && k->cfg.load == WB_LOAD_CP_ASYNC && k->cfg.warps_k > 1 &&
+                   k->cfg.warps_k < 16 && !L.afp4 && !L.bs && L.w8a8;
     if (L.tma && !L.rot)
         return wb_fail(WB_ERR_UNSUPPORTED, "--load tma is built for the rotated wgmma loop (this kernel has no "
                                            "weight fragment to load ahead)");

@@ -264,6 +264,32 @@ static int count_of(const char *text, const char *what)
     return n;
 }
 
+/* mma.sync on cp.async with K split inside the block: with 8-bit activations the warps of one wk meet
+ * on barrier 1 + wk, counting their 32 x warps_n threads; with 16-bit activations every warp meets at
+ * the block's barrier. */
+START_TEST(kloop_barrier_per_k_warp_group)
+{
+    wb_config c = {.mma = WB_MMA_SYNC, .load = WB_LOAD_CP_ASYNC, .m_tiles = 2, .warps_n = 2, .warps_k = 4,
+                   .stages = 3};
+    wb_format f8 = fmt("w4a8-fp8"), f16 = fmt("w4a16");
+    char *ptx = NULL;
+    ck_assert_msg(wb_kernel_ptx(&f8, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+    char *loop = before_epilogue(ptx);
+    free(ptx);
+    ck_assert_int_eq(count_of(loop, "bar.sync %r"), 1);
+    const char *id = strstr(loop, "bar.sync %r") + strlen("bar.sync %r");
+    id += strspn(id, "0123456789");
+    ck_assert_int_eq(strncmp(id, ", 64;", 5), 0); /* 32 x warps_n threads */
+    free(loop);
+    ck_assert_msg(wb_kernel_ptx(&f16, WB_ARCH_SM90A, &c, WB_EMIT_ANNOTATE, &ptx) == WB_OK, "%s", wb_last_error());
+    loop = before_epilogue(ptx);
+    free(ptx);
+    ck_assert_int_eq(count_of(loop, "bar.sync %r"), 0);
+    ck_assert_int_ge(count_of(loop, "bar.sync 0;"), 1);
+    free(loop);
+}
+END_TEST
+
 /* W8A8 on every target: the integer MMA on the code words as loaded (no cvt of weights, no dequant
  * arithmetic), s32 sums reduced across warps_k in s32, the per-token scales read from p_ascale; the
  * heuristic picks mma.sync also on sm_90a. */
@@ -1651,6 +1677,7 @@ int main(void)
     tcase_add_test(t, standard_gemm_validates_and_prints);
     tcase_add_test(t, scale_goes_to_the_product_when_it_pays);
     tcase_add_test(t, legalizer_refuses_with_reasons);
+    tcase_add_test(t, kloop_barrier_per_k_warp_group);
     tcase_add_test(t, ptx_per_architecture);
     tcase_add_test(t, w8a8_per_architecture);
     tcase_add_test(t, w4a4_per_architecture);
