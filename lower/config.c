@@ -319,10 +319,15 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
  * blocks of 32 channels give every SM one (6144 x 4096 in groups at M = 1: 7.7 us against 9.5 for
  * one), and at two m-tiles K split up to 32 warps an SM (the 16-bit kernel's cap of 24 cost 15% on
  * 8192 x 8192). Stages: 3, the fastest or within 2% with group scales on 7 of 8 shapes (deeper ones
- * lost up to 13%); per channel, whose kernel holds fewer registers (40 at one m-tile), where the
- * grid fills its waves, the fewest that leave no room for a block beyond the SM's share: a third
- * block of 16 warps beside the two of a wave ran 8192 x 8192 at M = 1 in 14.8 us, two alone in
- * 11.8 (where a wave is not filled, the extra room served: 6144 x 4096). Forced fields stay. */
+ * lost up to 13%); per channel at one m-tile, whose kernel holds fewer registers (40) and lets the
+ * next kernel in at the top (lower_kloop), where the grid fills its waves, the fewest that leave no
+ * room for a block beyond the SM's share: a third block of 16 warps beside the two of a wave ran
+ * 8192 x 8192 at M = 1 in 14.8 us, two alone in 11.8 (where a wave is not filled, the extra room
+ * served: 6144 x 4096). At two m-tiles the next kernel comes in after the K loop, and blocks of 16
+ * warps take 3 stages per channel too: 13.84 us on 8192 x 8192 at M = 16 against 14.35 at 4 and
+ * 15.30 at the residency rule's 5 (H100, `--sweep`, one sample a config, docs/perf.md); smaller
+ * blocks (28672 x 4096: 4 warps) keep the rule's stages, not measured against 3. Forced fields
+ * stay. */
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
@@ -350,7 +355,7 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
     if (asked->stages)
         return;
     c->stages = 3;
-    if (!f->g && !f->ag)
+    if (!f->g && !f->ag && (c->m_tiles == 1 || c->warps_n * c->warps_k < 16))
         keep_extra_blocks_out(t, f, c, blocks);
 }
 

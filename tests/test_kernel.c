@@ -1138,19 +1138,22 @@ START_TEST(w4a8_fp8_decode_on_f16)
             ck_assert_ptr_nonnull(strstr(ptx, "both widened to f16 exactly"));
             free(ptx);
         }
-    /* the decode configs (lower/config.c tune_w4a8_f16): per channel, where the grid fills its waves,
-     * the fewest stages that keep a block beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks
-     * of 16 warps, two an SM: 7 stages of 12 KB); else, and with group scales, 3 stages; two warps
-     * along N, K split up to 32 warps an SM at two m-tiles; there, with group scales, two slices a
-     * warp and half the warps where the split leaves an SM under 30 warps (not on 8192 x 8192: 31) */
+    /* the decode configs (lower/config.c tune_w4a8_f16): per channel at one m-tile (and at two in
+     * blocks under 16 warps), where the grid fills its waves, the fewest stages that keep a block
+     * beyond the SM's share out (8192 x 8192 at M = 1: 256 blocks of 16 warps, two an SM: 7 stages of
+     * 12 KB; 28672 x 4096 at M = 16: 896 blocks of 4 warps, 7 an SM); else, and with group scales,
+     * 3 stages; two warps along N, K split up to 32 warps an SM at two m-tiles; there, with group
+     * scales, two slices a warp and half the warps where the split leaves an SM under 30 warps (not on
+     * 8192 x 8192: 31) */
     static const struct {
         const char *spec;
         int64_t m, n, k;
         int wn, wk, stages, ks;
     } picks[] = {
         {"a=e4m3,w=int4,ws=f32,g=0", 1, 8192, 8192, 2, 8, 7, 1},  {"w4a8-fp8", 1, 8192, 8192, 2, 8, 3, 1},
-        {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 5, 1}, {"w4a8-fp8", 16, 28672, 4096, 2, 1, 3, 2},
-        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 8, 1}, {"w4a8-fp8", 16, 8192, 8192, 2, 8, 3, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 8192, 8192, 2, 8, 3, 1}, {"w4a8-fp8", 16, 28672, 4096, 2, 1, 3, 2},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 4096, 14336, 2, 8, 3, 1}, {"w4a8-fp8", 16, 8192, 8192, 2, 8, 3, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0", 16, 28672, 4096, 2, 2, 7, 1},
         {"w4a8-fp8", 16, 4096, 14336, 2, 4, 3, 2}, {"a=e4m3,ag=128,w=int4,ws=f32,g=0", 16, 6144, 4096, 2, 4, 3, 2},
         /* 192 blocks on 132 SMs: a wave not filled, so no deepening; two warps along N at one m-tile
          * where the blocks of 32 channels give every SM one */
