@@ -1397,10 +1397,10 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
      * and meet on barrier 1 + wk alone (ids 1 to 15), not the whole block. fp4 activations and the
      * block-scaled MMA convert or read the tile block-wide and keep the block barrier. Measured (H100,
      * events, interleaved rounds; docs/perf.md, thirty-fourth and thirty-fifth sessions): W4A8-fp8 at
-     * M = 16 1.085x on 8192 x 8192, 1.076x on 6144 x 4096, 1.005x on 28672 x 4096, 0.977x on
-     * 4096 x 14336, at M = 1 1.011x and 1.061x; W4A8 per channel 1.021x to 1.040x. With 16-bit
-     * activations it ran 0.87x to 1.04x (W4A16 at M = 16: 0.93x on 8192 x 8192, 0.87x on 28672 x 4096),
-     * so those keep the block barrier: 8-bit activations only. */
+     * M = 16 1.085x on 8192 x 8192, 1.076x on 6144 x 4096, 0.977x on 4096 x 14336 (28672 x 4096's
+     * kernel splits no K in the block), at M = 1 1.011x and 1.061x; W4A8 per channel 1.021x to
+     * 1.040x. With 16-bit activations it ran 0.87x to 1.04x (W4A16 at M = 16: 0.93x on 8192 x 8192,
+     * 0.87x on 28672 x 4096), so those keep the block barrier: 8-bit activations only. */
     L.group_sync = k->cfg.mma == WB_MMA_SYNC && k->cfg.load == WB_LOAD_CP_ASYNC && k->cfg.warps_k > 1 &&
                    k->cfg.warps_k < 16 && !L.afp4 && !L.bs && L.w8a8;
     if (L.tma && !L.rot)
