@@ -1,7 +1,8 @@
-/* The GEMM lowering's private state and emit helpers, shared by lower_gemm.c (the kernel: copies,
- * fragments, mma.sync, epilogue), lower_wgmma.c (what the wgmma path adds: descriptors, wgmma
- * groups, the rotated loop, TMA loads) and lower_tcgen05.c (tensor memory, tcgen05.mma). Not
- * installed; nothing else includes it. */
+/* The GEMM lowering's private state and emit helpers, shared by lower_gemm.c (the kernel: prologue,
+ * fragments, the K loop), lower_copy.c (the copies), lower_mma.c (the slice's MMAs),
+ * lower_epilogue.c (the sums to the output), lower_wgmma.c and lower_tma.c (what the wgmma path adds:
+ * descriptors, wgmma groups, the rotated loop, TMA loads) and lower_tcgen05.c (tensor memory,
+ * tcgen05.mma). Not installed; nothing else includes it. */
 #ifndef WB_GEMM_LOWER_H
 #define WB_GEMM_LOWER_H
 
@@ -148,6 +149,9 @@ static inline const char *wb_gemm_mma_w_type(const lw *L, char buf[8])
 {
     return L->w4_f8 ? "e4m3" : wb_type_name(L->fmt->w, buf);
 }
+
+/* The sums are s32 (the integer MMA of s8 W8A8 without slice scales); every other kernel's are f32. */
+static inline int s32_sums(const lw *L) { return L->w8a8 && !L->a8_float && !L->grouped && !L->lay.tc_wide; }
 
 /* W and scale tiles go through cp.async with both cp.async and TMA loads (TMA carries the activations) */
 static inline int async_copies(const lw *L)
@@ -306,11 +310,19 @@ void wb_gemm_issue_ahead(lw *L, wb_reg next);
 /* lower_gemm.c, used by the wgmma and TMA paths */
 wb_reg wb_gemm_advance_stage(lw *L, wb_reg off);
 void wb_gemm_load_w_words(lw *L, wb_reg *q, int fresh);
-
-wb_reg *wb_gemm_new_slice_scales(lw *L);
-void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
 const char *wb_gemm_walk_begin(lw *L, const char *name, wb_reg *tile, wb_reg *ntiles);
 void wb_gemm_walk_next(lw *L, wb_reg tile, wb_reg ntiles, const char *head);
+
+/* lower_mma.c: the sums, the slice's MMAs, W8A8's slice scales */
+void wb_gemm_lower_acc(lw *L, int value);
+void wb_gemm_lower_mma(lw *L, int acc, int weights, int acts);
+void wb_gemm_lower_mma_scaled(lw *L, int acc, int weights, int acts, int scales);
+wb_reg *wb_gemm_new_slice_scales(lw *L);
+void wb_gemm_slice_scales(lw *L, wb_reg kt, const wb_reg *s, wb_reg pred);
+void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
+
+/* lower_epilogue.c: the sums to the output */
+void wb_gemm_lower_epilogue(lw *L, int acc);
 /* lower_widen.c: a slice's 4-bit weight words q (int4, e2m1) widened into the 8-bit A registers a */
 void wb_gemm_widen4(lw *L, const wb_reg *q, const wb_reg *a);
 float wb_widen_factor(const wb_format *f);
@@ -324,9 +336,9 @@ void wb_widen_s8_f16(lw *L, wb_reg word, const wb_reg k[3], wb_reg out[2]);
 void wb_widen_int4_f16(lw *L, const wb_reg *q, wb_reg *a);
 void wb_widen_fp8_f16(lw *L, const wb_reg *b8, wb_reg *b);
 wb_reg *wb_gemm_new_wide(lw *L);
-void wb_gemm_scale_part(lw *L, wb_reg *c, const wb_reg *part, const wb_reg *s);
+/* lower_epilogue.c: fp4 activations' tensor scales; W8A8's scales of an output's sum (s32 or f32):
+ * the channel's and the token's */
 wb_reg wb_gemm_tensor_scale(lw *L);
-/* W8A8's epilogue: an output's sum (s32 or f32) times the channel's scale and the token's */
 wb_reg wb_gemm_scale_sum(lw *L, wb_reg sum, wb_reg wscale, wb_reg tok);
 
 /* lower_act4.c: fp4 activations' codes -> the 16-bit A tile of the read stage, by the whole block:

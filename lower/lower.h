@@ -59,7 +59,7 @@ int wb_dequant_raw_lift(const wb_format *fmt, int reg);
 uint32_t wb_dequant_raw_zero(const wb_format *fmt, int reg);
 /* steps: 2-bit codes of a gemv kernel on m16n8k16 (the caller pairs k16 steps 2j and 2j + 1 into one MMA
  * of their k-low registers and one of their k-high ones): register reg keeps lift 2 reg, so that no
- * field of a step's byte pair is shifted (lower_gemm.c, mma_step_pairs) */
+ * field of a step's byte pair is shifted (lower_mma.c, mma_step_pairs) */
 void wb_lower_dequant_raw(wb_func *f, const wb_format *fmt, int gemv, int steps, const wb_reg *words, wb_reg out[16]);
 /* The group of each k16 step among a slice's records, in natural k order (wb_lower_dequant). */
 void wb_dequant_natural_groups(const wb_format *fmt, int groups_per_chunk, int group_of_step[4]);

@@ -31,7 +31,8 @@
  *    second MMA, or in a gemv kernel the token's activation sums; a multiply after K).
  *  - then one fma applies the group scale (and, with zp=fp, adds -zero*scale); or, when one scale
  *    covers the warp's whole k64 slice, no scale here: the MMA of the unscaled values goes to a
- *    fresh f32 accumulator and one f32 fma per channel scales it (lower_gemm.c, mma_scaled).
+ *    fresh f32 accumulator and one f32 fma per channel scales it (lower_mma.c,
+ *    wb_gemm_lower_mma_scaled).
  * Every step is exact except the final scaling, which rounds once to the compute type (and a table
  * value, rounded once to it); unscaled values are exact (a table value: rounded once to T). */
 #include <stdio.h>
@@ -458,7 +459,7 @@ void wb_lower_dequant(wb_func *f, const wb_format *fmt, const int group_of_step[
  * split field is gathered at its lift. The MMA of these values is sum u b * 2^(lift - 24); a second
  * MMA with the constant registers -bias * 2^(lift - 24) (wb_dequant_raw_zero; none for unsigned codes)
  * subtracts bias * sum b (a gemv kernel takes it off each group through the token's sum of b instead:
- * lower_gemm.c, gemv_sums); the caller multiplies each f32 sum by 2^(24 - lift) of its row after K.
+ * lower_mma.c, gemv_sums); the caller multiplies each f32 sum by 2^(24 - lift) of its row after K.
  * This needs the MMA to take subnormal f16 operands as they are, not flushed to zero: every nonzero code
  * is one here, so the GPU selftest of any raw kernel fails at once if they are flushed (an H100 took
  * them, 2026-12-06). */
