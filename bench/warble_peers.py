@@ -30,6 +30,11 @@ class HostWeights(C.Structure):
                 ("w_global", C.c_void_p), ("bias", C.c_void_p)]
 
 
+class Packed(C.Structure):  # wb_packed
+    _fields_ = [("w", C.c_void_p), ("w_bytes", C.c_size_t), ("scale", C.c_void_p), ("scale_bytes", C.c_size_t),
+                ("chan", C.c_void_p), ("chan_bytes", C.c_size_t)]
+
+
 class Config(C.Structure):  # wb_config, every field (wb_layer_last_kernel writes them all)
     _fields_ = [(n, C.c_int) for n in ("m_tiles", "warps_n", "warps_k", "stages", "load", "mma",
                                        "batch_invariant", "k_slices", "persistent", "cluster",
@@ -44,8 +49,12 @@ def load_lib(path):
     lib.wb_last_error.restype = C.c_char_p
     lib.wb_gpu_create.argtypes = [C.c_int, C.POINTER(C.c_void_p)]
     lib.wb_format_parse.argtypes = [C.c_char_p, C.c_void_p]
-    lib.wb_layer_create.argtypes = [C.c_void_p, C.c_void_p, C.c_int64, C.c_int64,
-                                    C.POINTER(HostWeights), C.POINTER(C.c_void_p)]
+    lib.wb_gpu_arch.argtypes = [C.c_void_p]
+    lib.wb_pack_weights.argtypes = [C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.POINTER(HostWeights),
+                                    C.POINTER(Packed)]
+    lib.wb_packed_free.argtypes = [C.POINTER(Packed)]
+    lib.wb_layer_create_packed.argtypes = [C.c_void_p, C.c_void_p, C.c_int, C.c_int64, C.c_int64,
+                                           C.POINTER(Packed), C.POINTER(C.c_void_p)]
     lib.wb_layer_gemm.argtypes = [C.c_void_p, C.c_int64, C.c_uint64, C.c_uint64, C.c_void_p]
     lib.wb_layer_gemm_q.argtypes = [C.c_void_p, C.c_int64, C.c_uint64, C.c_uint64, C.c_uint64, C.c_void_p]
     lib.wb_layer_last_kernel.argtypes = [C.c_void_p, C.POINTER(Config), C.c_char_p]
@@ -115,20 +124,25 @@ def make_layers(lib, gpu, fmt, spec_keys, n, k, count):
     sshape = (n // gn, k // g) if g else (n, 1)
     scales = scale_array(lib, ws, sshape)  # one scale set, reused: its bytes are small
     gl = (C.c_float * 1)(1.0)
-    # one random code set, packed into each layer's own buffers: the sets exist to rotate the weights
-    # past L2, and a GEMM's time does not depend on the values (drawing n x k codes per set took most
-    # of a formats step's time limit)
+    # one random code set, packed once and uploaded into each layer's own buffers: the sets exist to
+    # rotate the weights past L2, and a GEMM's time does not depend on the values (drawing n x k codes
+    # per set took most of a formats step's time limit, and packing per set most of the rest)
     codes = codes_ok[torch.randint(0, len(codes_ok), (n, k))].numpy()
     zero = None
     if spec_keys["zp"] == "int":
         zero = torch.randint(0, 1 << w.bits, sshape, dtype=torch.uint8).numpy()
-    layers = []
-    for _ in range(count):
-        hw = HostWeights(codes.ctypes.data, scales.ctypes.data, zero.ctypes.data if zero is not None else None,
-                         C.cast(gl, C.c_void_p) if spec_keys["wgs"] == "1" else None, None)
-        layer = C.c_void_p()
-        check(lib, lib.wb_layer_create(gpu, fmt, n, k, C.byref(hw), C.byref(layer)), "wb_layer_create")
-        layers.append(layer)
+    hw = HostWeights(codes.ctypes.data, scales.ctypes.data, zero.ctypes.data if zero is not None else None,
+                     C.cast(gl, C.c_void_p) if spec_keys["wgs"] == "1" else None, None)
+    arch, packed, layers = lib.wb_gpu_arch(gpu), Packed(), []
+    check(lib, lib.wb_pack_weights(fmt, arch, n, k, C.byref(hw), C.byref(packed)), "wb_pack_weights")
+    try:
+        for _ in range(count):
+            layer = C.c_void_p()
+            check(lib, lib.wb_layer_create_packed(gpu, fmt, arch, n, k, C.byref(packed), C.byref(layer)),
+                  "wb_layer_create_packed")
+            layers.append(layer)
+    finally:
+        lib.wb_packed_free(C.byref(packed))
     return layers
 
 

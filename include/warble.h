@@ -280,6 +280,9 @@ WB_API wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, in
 WB_API wb_status wb_unpack_codes(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_packed *p,
                                  uint8_t *codes);
 WB_API void wb_packed_free(wb_packed *p);
+/* The sizes of the three buffers wb_pack_weights writes for N x K weights (the pointers set to NULL):
+ * the same on every target. For checking packed weights read back from a file. */
+WB_API wb_status wb_packed_sizes(const wb_format *f, int64_t n, int64_t k, wb_packed *sizes);
 /* Quantized activations as the kernels read them (wb_layer_gemm_q): 8-bit codes one to a byte, as in
  * the interchange file; s4 codes two to a byte, code k of a row in the low nibble of byte k / 2 when k
  * is even, the high nibble when odd (K even). wb_acts_bytes: the bytes of M x K activations in that
@@ -330,6 +333,13 @@ WB_API wb_status wb_gpu_time(wb_gpu *gpu, void (*fn)(void *arg), void *arg, int 
 /* A layer: N x K weights in a format, packed and uploaded once. */
 WB_API wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
                                  const wb_host_weights *w, wb_layer **out);
+/* A layer from weights packed already, by wb_pack_weights for target `arch` or read back from a file
+ * that holds its buffers: their sizes must be wb_packed_sizes', and `arch`'s layout the GPU's (the
+ * layouts differ only for fp8 W8A8 on sm_90a and for NVFP4 and MXFP4 x same on sm_120a, so weights
+ * packed for sm_80 serve sm_86 and sm_89). The buffers are uploaded, not kept: one packing can serve
+ * many layers. */
+WB_API wb_status wb_layer_create_packed(wb_gpu *gpu, const wb_format *f, wb_arch arch, int64_t n, int64_t k,
+                                        const wb_packed *p, wb_layer **out);
 WB_API void wb_layer_destroy(wb_layer *layer);
 /* Force a config for every later call (NULL = the heuristic). */
 WB_API wb_status wb_layer_set_config(wb_layer *layer, const wb_config *cfg);

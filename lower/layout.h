@@ -79,6 +79,9 @@ int wb_w4a8_f16(const wb_format *f, wb_arch arch);
  * K-major 128B swizzle (docs/layout.md), which the kernels read by descriptor instead of into
  * registers; 0 for every other format and target (the fragment layouts). */
 int wb_w8_smem_operand(const wb_format *f, wb_arch arch);
+/* Whether weights of format f packed for target a are laid out as target b's kernels read them
+ * (wb_pack_weights: the layout differs only with wb_w8_smem_operand and the block-scaled MMA). */
+int wb_packed_layout_same(const wb_format *f, wb_arch a, wb_arch b);
 /* 8-bit codes: a lane whose gid (lane / 4) is odd holds the two 16-byte halves of its 32 bytes of a k64
  * chunk swapped (its word w at w ^ 4), so that each of the warp's two 16-byte loads of a chunk meets
  * every bank once (wb_gemm_load_w_words): lanes 32 bytes apart would read two to a bank. */

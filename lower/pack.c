@@ -179,6 +179,42 @@ static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const 
     return WB_OK;
 }
 
+/* The byte sizes of the three buffers (pointers NULL): the same on every target. 8-bit activations:
+ * the codes, f32 scales per group, f32 channel scales (and biases). Else: the codes, a record per
+ * (strip of 16 channels, group), and the f32 biases, then with fp4 activations the weight tensor
+ * scale (wgs=1). */
+static void packed_sizes(const wb_format *f, int64_t n, int64_t k, wb_packed *s)
+{
+    memset(s, 0, sizeof *s);
+    if (wb_format_w8a8(f)) {
+        s->w_bytes = (size_t)(n * k * f->w.bits / 8);
+        s->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
+        s->scale_bytes = f->g ? (size_t)(n * (k / f->g)) * 4 : 0;
+        return;
+    }
+    int wglobal = f->wgs && wb_format_fp4_acts(f);
+    s->w_bytes = (size_t)(n * k / 8 * f->w.bits);
+    s->scale_bytes = (size_t)(n / 16 * wb_layout_groups(f, k) * (f->zp != WB_ZP_NONE ? 64 : 32));
+    s->chan_bytes = (size_t)((f->bias ? n : 0) + wglobal) * 4;
+}
+
+wb_status wb_packed_sizes(const wb_format *f, int64_t n, int64_t k, wb_packed *sizes)
+{
+    if (!f || !sizes)
+        return wb_fail(WB_ERR_INVALID, "wb_packed_sizes: NULL %s", !f ? "format" : "sizes");
+    memset(sizes, 0, sizeof *sizes);
+    wb_status s = wb_format_check_shape(f, 1, n, k);
+    if (!s)
+        packed_sizes(f, n, k, sizes);
+    return s;
+}
+
+int wb_packed_layout_same(const wb_format *f, wb_arch a, wb_arch b)
+{
+    return wb_w8_smem_operand(f, a) == wb_w8_smem_operand(f, b) &&
+           wb_isa_block_scale_vec(f, a) == wb_isa_block_scale_vec(f, b);
+}
+
 static wb_status pack_w8a8(const wb_format *f, wb_arch arch, int64_t n, int64_t k, const wb_host_weights *w,
                            wb_packed *out)
 {
@@ -186,9 +222,7 @@ static wb_status pack_w8a8(const wb_format *f, wb_arch arch, int64_t n, int64_t 
         return wb_fail(WB_ERR_UNSUPPORTED, "fp8 weights on %s are packed in k128 chunks (wgmma's shared-memory "
                                            "operand): K must be a multiple of 128 (got %lld)",
                        wb_target_get(arch)->name, (long long)k);
-    out->w_bytes = (size_t)(n * k * f->w.bits / 8);
-    out->chan_bytes = (size_t)n * 4 * (f->bias ? 2 : 1);
-    out->scale_bytes = f->g ? (size_t)(n * (k / f->g)) * 4 : 0;
+    packed_sizes(f, n, k, out);
     out->w = calloc(1, out->w_bytes);
     out->chan = malloc(out->chan_bytes);
     out->scale = out->scale_bytes ? malloc(out->scale_bytes) : NULL;
@@ -289,15 +323,11 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
         return s;
     if (wb_format_w8a8(f))
         return pack_w8a8(f, arch, n, k, w, out);
-    int64_t groups = wb_layout_groups(f, k);
-    int rec = f->zp != WB_ZP_NONE ? 64 : 32;
-    out->w_bytes = (size_t)(n * k / 8 * f->w.bits);
-    out->scale_bytes = (size_t)(n / 16 * groups * rec);
     /* chan: the f32 biases; with fp4 activations then the weight tensor scale (wgs=1) */
     int wglobal = f->wgs && wb_format_fp4_acts(f);
     if (wglobal && !isfinite(*w->w_global))
         return wb_fail(WB_ERR_INVALID, "the weight tensor scale %g is not finite", (double)*w->w_global);
-    out->chan_bytes = (size_t)((f->bias ? n : 0) + wglobal) * 4;
+    packed_sizes(f, n, k, out);
     out->w = calloc(1, out->w_bytes);
     out->scale = calloc(1, out->scale_bytes);
     out->chan = out->chan_bytes ? malloc(out->chan_bytes) : NULL;

@@ -4,6 +4,7 @@
  * cache) and launches it; no device allocation and no synchronization. */
 #include "runtime/gpu_internal.h"
 #include "dsl/tile.h"
+#include "lower/layout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,48 +46,100 @@ static wb_status upload_buffer(wb_gpu *gpu, const void *host, size_t bytes, wb_d
     return st;
 }
 
-wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
-                          const wb_host_weights *w, wb_layer **out)
+/* A layer with no buffers yet, once its arguments pass (`who` names the call in messages). */
+static wb_status layer_new(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k, const void *w, wb_layer **out,
+                           const char *who)
 {
     if (out)
         *out = NULL;
     if (!gpu || !f || !w || !out)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_create: NULL %s",
-                       !gpu ? "gpu" : !f ? "format" : !w ? "weights" : "out");
+        return wb_fail(WB_ERR_INVALID, "%s: NULL %s", who, !gpu ? "gpu" : !f ? "format" : !w ? "weights" : "out");
     if (n < 1 || k < 1 || n > INT32_MAX || k > INT32_MAX)
-        return wb_fail(WB_ERR_INVALID, "wb_layer_create: n and k must be in [1, 2^31) (got %lld, %lld)",
-                       (long long)n, (long long)k);
+        return wb_fail(WB_ERR_INVALID, "%s: n and k must be in [1, 2^31) (got %lld, %lld)", who, (long long)n,
+                       (long long)k);
     wb_status st = wb_format_check_shape(f, 1, n, k);
     if (st)
         return st;
     wb_layer *l = calloc(1, sizeof *l);
     if (!l)
-        return wb_fail(WB_ERR_NOMEM, "wb_layer_create: out of memory");
+        return wb_fail(WB_ERR_NOMEM, "%s: out of memory", who);
     if (pthread_mutex_init(&l->lock, NULL) != 0) {
         free(l);
-        return wb_fail(WB_ERR_NOMEM, "wb_layer_create: pthread_mutex_init failed");
+        return wb_fail(WB_ERR_NOMEM, "%s: pthread_mutex_init failed", who);
     }
     l->gpu = gpu;
     l->f = *f;
     l->arch = wb_gpu_arch(gpu);
     l->n = n;
     l->k = k;
-    wb_packed p;
-    memset(&p, 0, sizeof p);
-    st = wb_pack_weights(f, l->arch, n, k, w, &p);
-    if (!st)
-        st = upload_buffer(gpu, p.w, p.w_bytes, &l->w);
-    if (!st)
-        st = upload_buffer(gpu, p.scale, p.scale_bytes, &l->scale);
-    if (!st)
-        st = upload_buffer(gpu, p.chan, p.chan_bytes, &l->chan);
-    wb_packed_free(&p);
-    if (st) {
-        wb_layer_destroy(l);
-        return st;
-    }
     *out = l;
     return WB_OK;
+}
+
+/* The packed buffers to the layer's device memory; on failure the layer is destroyed and *out NULL. */
+static wb_status layer_upload(wb_layer *l, const wb_packed *p, wb_layer **out)
+{
+    wb_status st = upload_buffer(l->gpu, p->w, p->w_bytes, &l->w);
+    if (!st)
+        st = upload_buffer(l->gpu, p->scale, p->scale_bytes, &l->scale);
+    if (!st)
+        st = upload_buffer(l->gpu, p->chan, p->chan_bytes, &l->chan);
+    if (st) {
+        wb_layer_destroy(l);
+        *out = NULL;
+    }
+    return st;
+}
+
+wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
+                          const wb_host_weights *w, wb_layer **out)
+{
+    wb_status st = layer_new(gpu, f, n, k, w, out, "wb_layer_create");
+    if (st)
+        return st;
+    wb_packed p;
+    if ((st = wb_pack_weights(f, (*out)->arch, n, k, w, &p))) {
+        wb_layer_destroy(*out);
+        *out = NULL;
+        return st;
+    }
+    st = layer_upload(*out, &p, out);
+    wb_packed_free(&p);
+    return st;
+}
+
+wb_status wb_layer_create_packed(wb_gpu *gpu, const wb_format *f, wb_arch arch, int64_t n, int64_t k,
+                                 const wb_packed *p, wb_layer **out)
+{
+    wb_status st = layer_new(gpu, f, n, k, p, out, "wb_layer_create_packed");
+    if (st)
+        return st;
+    wb_packed want;
+    wb_packed_sizes(f, n, k, &want);
+    const struct {
+        const char *what;
+        const void *at;
+        size_t bytes, want;
+    } bufs[3] = {{"codes", p->w, p->w_bytes, want.w_bytes},
+                 {"scales", p->scale, p->scale_bytes, want.scale_bytes},
+                 {"channel values", p->chan, p->chan_bytes, want.chan_bytes}};
+    for (int i = 0; i < 3 && !st; i++)
+        if (bufs[i].bytes != bufs[i].want || (bufs[i].want && !bufs[i].at))
+            st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: the %s are %zu bytes%s, where %lld x %lld weights "
+                         "of this format take %zu (wb_packed_sizes)", bufs[i].what, bufs[i].bytes,
+                         bufs[i].at ? "" : " at NULL", (long long)n, (long long)k, bufs[i].want);
+    const char *from = wb_arch_name(arch), *gpu_arch = wb_arch_name((*out)->arch);
+    if (!st && (unsigned)arch >= WB_ARCH_COUNT)
+        st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: unknown target %d", (int)arch);
+    else if (!st && !wb_packed_layout_same(f, arch, (*out)->arch))
+        st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: weights of this format packed for %s are not laid out "
+                     "as %s reads them; pack them for %s", from, gpu_arch, gpu_arch);
+    if (st) {
+        wb_layer_destroy(*out);
+        *out = NULL;
+        return st;
+    }
+    return layer_upload(*out, p, out);
 }
 
 void wb_layer_destroy(wb_layer *layer)

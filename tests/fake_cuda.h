@@ -17,6 +17,7 @@ static struct {
     int device_count;
     CUresult init_result, alloc_result, set_current_result, jit_result;
     int set_current, alloc, free_, htod, dtoh, memset_, sync, retain, release;
+    uint64_t htod_sum;        /* FNV-1a over every byte uploaded, in order (from 0: fnv_start) */
     int loads, unloads, get_function, set_attribute, launches, event_create, event_destroy, records;
     int elapsed_calls;
     int pdl_launches;         /* launches through cuLaunchKernelEx with programmatic serialization */
@@ -128,7 +129,16 @@ static CUresult f_alloc(CUdeviceptr *p, size_t bytes)
     return CUDA_SUCCESS;
 }
 static CUresult f_free(CUdeviceptr p) { (void)p; fake.free_++; return CUDA_SUCCESS; }
-static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) { (void)d, (void)s, (void)n; fake.htod++; return CUDA_SUCCESS; }
+static CUresult f_htod(CUdeviceptr d, const void *s, size_t n)
+{
+    (void)d;
+    if (!fake.htod_sum)
+        fake.htod_sum = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        fake.htod_sum = (fake.htod_sum ^ ((const unsigned char *)s)[i]) * 0x100000001b3ull;
+    fake.htod++;
+    return CUDA_SUCCESS;
+}
 static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) { (void)s; memset(d, 0x5a, n); fake.dtoh++; return CUDA_SUCCESS; }
 static CUresult f_memset(CUdeviceptr d, unsigned char c, size_t n) { (void)d, (void)c, (void)n; fake.memset_++; return CUDA_SUCCESS; }
 

@@ -27,6 +27,18 @@ static void host_weights_make(host_weights *h, const wb_format *f, int64_t n, in
     h->w.bias = f->bias ? h->buf[3] : NULL;
 }
 
+/* Codes that vary and are finite in any weight type (6 bits at most), and scales of 1.0. */
+static void host_weights_vary(host_weights *h, const wb_format *f, int64_t n, int64_t k)
+{
+    uint8_t *codes = h->buf[0], *scales = h->buf[1];
+    int mask = f->w.bits >= 8 ? 0x3f : (1 << f->w.bits) - 1, bytes = (f->ws.bits + 7) / 8;
+    for (int64_t i = 0; i < n * k; i++)
+        codes[i] = (uint8_t)((i * 37 + i / 7) & mask);
+    uint32_t one = wb_type_encode(f->ws, 1.0);
+    for (int64_t i = 0; i < n * k; i++)
+        memcpy(scales + i * bytes, &one, (size_t)bytes); /* little-endian: the code's low bytes */
+}
+
 static void host_weights_free(host_weights *h)
 {
     for (int i = 0; i < 4; i++)
@@ -531,6 +543,88 @@ START_TEST(test_layer_jit_failure)
 }
 END_TEST
 
+/* wb_layer_create_packed: weights packed once make a layer that uploads the very bytes wb_layer_create's
+ * own packing does (formats of both packing families, a bias, zero points, fp8 in sm_90a's layout);
+ * weights packed for another target serve where the layout is the same (w4a16 from sm_80), not where
+ * it differs (fp8 from sm_80 on this sm_90a device); wrong sizes, a NULL buffer and an unknown target
+ * are refused with reasons. wb_packed_sizes gives wb_pack_weights' sizes. */
+START_TEST(test_layer_create_packed)
+{
+    wb_gpu *g = fake_gpu();
+    static const char *specs[] = {"w4a16", "a=f16,w=uint4,ws=f16,g=64,zp=int,bias=1", "fp8", "fp8-block",
+                                  "a=e4m3,w=int4,ws=f32,g=0,bias=1", "nvfp4"};
+    const int64_t n = 256, k = 1024;
+    for (size_t i = 0; i < WB_COUNT(specs); i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(specs[i], &f), WB_OK);
+        host_weights h;
+        host_weights_make(&h, &f, n, k);
+        host_weights_vary(&h, &f, n, k);
+        wb_layer *a = NULL, *b = NULL;
+        fake.htod = 0, fake.htod_sum = 0;
+        ck_assert_msg(wb_layer_create(g, &f, n, k, &h.w, &a) == WB_OK, "%s: %s", specs[i], wb_last_error());
+        int uploads = fake.htod;
+        uint64_t sum = fake.htod_sum;
+        wb_packed p, sizes;
+        ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM90A, n, k, &h.w, &p), WB_OK);
+        ck_assert_int_eq(wb_packed_sizes(&f, n, k, &sizes), WB_OK);
+        ck_assert(sizes.w_bytes == p.w_bytes && sizes.scale_bytes == p.scale_bytes && sizes.chan_bytes == p.chan_bytes);
+        ck_assert(!sizes.w && !sizes.scale && !sizes.chan);
+        fake.htod = 0, fake.htod_sum = 0;
+        ck_assert_msg(wb_layer_create_packed(g, &f, WB_ARCH_SM90A, n, k, &p, &b) == WB_OK, "%s: %s", specs[i],
+                      wb_last_error());
+        ck_assert_int_eq(fake.htod, uploads);
+        ck_assert_msg(fake.htod_sum == sum, "%s: the packed layer uploaded other bytes", specs[i]);
+        if (f.a.bits == 16) /* the layer runs (8-bit activations take wb_layer_gemm_q) */
+            ck_assert_msg(wb_layer_gemm(b, 16, 0x1000, 0x2000, NULL) == WB_OK, "%s", wb_last_error());
+        wb_layer_destroy(b);
+        wb_packed bad = p;
+        bad.w_bytes--;
+        ck_assert_error(wb_layer_create_packed(g, &f, WB_ARCH_SM90A, n, k, &bad, &b), WB_ERR_INVALID,
+                        "wb_layer_create_packed", "the codes are", "wb_packed_sizes");
+        ck_assert_ptr_null(b);
+        bad = p;
+        bad.scale = NULL;
+        if (p.scale_bytes)
+            ck_assert_error(wb_layer_create_packed(g, &f, WB_ARCH_SM90A, n, k, &bad, &b), WB_ERR_INVALID,
+                            "the scales are", "at NULL");
+        ck_assert_error(wb_layer_create_packed(g, &f, WB_ARCH_COUNT, n, k, &p, &b), WB_ERR_INVALID, "unknown target");
+        ck_assert_error(wb_layer_create_packed(g, &f, WB_ARCH_SM90A, n, k, NULL, &b), WB_ERR_INVALID, "NULL weights");
+        wb_packed_free(&p);
+        wb_layer_destroy(a);
+        host_weights_free(&h);
+    }
+    /* packed for sm_80: the same layout for w4a16, not for fp8 (wgmma's shared-memory operand here) */
+    static const char *across[] = {"w4a16", "fp8"};
+    for (int i = 0; i < 2; i++) {
+        wb_format f;
+        ck_assert_int_eq(wb_format_parse(across[i], &f), WB_OK);
+        host_weights h;
+        host_weights_make(&h, &f, n, k);
+        host_weights_vary(&h, &f, n, k);
+        wb_packed p;
+        ck_assert_int_eq(wb_pack_weights(&f, WB_ARCH_SM80, n, k, &h.w, &p), WB_OK);
+        wb_layer *l = NULL;
+        if (i == 0) {
+            ck_assert_int_eq(wb_layer_create_packed(g, &f, WB_ARCH_SM80, n, k, &p, &l), WB_OK);
+            wb_layer_destroy(l);
+        } else {
+            ck_assert_error(wb_layer_create_packed(g, &f, WB_ARCH_SM80, n, k, &p, &l), WB_ERR_INVALID,
+                            "packed for sm_80 are not laid out as sm_90a reads them", "pack them for sm_90a");
+            ck_assert_ptr_null(l);
+        }
+        wb_packed_free(&p);
+        host_weights_free(&h);
+    }
+    wb_format f;
+    ck_assert_int_eq(wb_format_parse("w4a16", &f), WB_OK);
+    wb_packed sizes;
+    ck_assert_int_eq(wb_packed_sizes(&f, 256, 1000, &sizes), WB_ERR_INVALID); /* g=128 must divide K */
+    ck_assert_error(wb_packed_sizes(NULL, 256, 1024, &sizes), WB_ERR_INVALID, "wb_packed_sizes", "format");
+    wb_gpu_destroy(g);
+}
+END_TEST
+
 static Suite *layer_suite(void)
 {
     Suite *s = suite_create("layer");
@@ -551,6 +645,7 @@ static Suite *layer_suite(void)
     tcase_add_test(b, test_quantizer_cache_keys);
     tcase_add_test(b, test_layer_forced_config);
     tcase_add_test(b, test_layer_jit_failure);
+    tcase_add_test(b, test_layer_create_packed);
     suite_add_tcase(s, b);
     return s;
 }

@@ -1,6 +1,6 @@
-/* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers with distinct
- * random weights, together over 256 MB (4 x the H200's L2), are cycled through so the weights come
- * from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
+/* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers, each with
+ * its own device buffers of one packing of random weights, together over 256 MB (4 x the H200's L2),
+ * are cycled through so the weights come from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
  * clusters of two where the tiles pair up, in single blocks and in persistent blocks, and pairs of
  * blocks splitting K) and reports the best; choices given on the command line (--m-tiles, --warps-n,
@@ -61,12 +61,19 @@ static int create_layers(bench *b, double weight_bytes)
     if (rc)
         return rc;
     cli_rng rng = {0x5eed0000u};
-    for (int i = 0; i < b->nlayers && !rc; i++) {
-        cli_host_random_weights(&h, &rng);
-        wb_status s = wb_layer_create(b->gpu, &b->f, a->n, a->k, &h.hw, &b->layer[i]);
-        if (s != WB_OK)
-            rc = cli_lib_fail(s, "wb_layer_create");
-    }
+    cli_host_random_weights(&h, &rng);
+    /* one packing, uploaded into every layer's own buffers: L2 holds addresses, not contents, so the
+     * rotation streams the weights from DRAM all the same, and packing once per layer took most of a
+     * short run's time (0.7 s a layer of 8192 x 8192 int4 on one core) */
+    wb_packed p;
+    wb_arch arch = wb_gpu_arch(b->gpu);
+    wb_status s = wb_pack_weights(&b->f, arch, a->n, a->k, &h.hw, &p);
+    if (s != WB_OK)
+        rc = cli_lib_fail(s, "wb_pack_weights");
+    for (int i = 0; i < b->nlayers && !rc; i++)
+        if ((s = wb_layer_create_packed(b->gpu, &b->f, arch, a->n, a->k, &p, &b->layer[i])) != WB_OK)
+            rc = cli_lib_fail(s, "wb_layer_create_packed");
+    wb_packed_free(&p);
     cli_host_free(&h);
     return rc;
 }
