@@ -544,7 +544,8 @@ if [ "$mode" = validate ]; then
   grep -E "^FAIL" "$OUT/selftest.log" | head -20
   tail -6 "$OUT/selftest.log"
   { step 30 build/examples/embed_gemm 7 256 512; step 30 build/examples/embed_gemm 1 4096 4096
-    step 30 build/examples/new_format; } 2>&1 | tee "$LOGS/examples.log" | grep -v "^sm_90a PTX"
+    step 30 build/examples/new_format; step 30 build/examples/packed_weights "$LOGS/packed_weights.bin"; } 2>&1 |
+    tee "$LOGS/examples.log" | grep -v "^sm_90a PTX"
   if command -v compute-sanitizer >/dev/null; then
     step 60 compute-sanitizer --error-exitcode 9 build/examples/embed_gemm 7 256 512 >"$LOGS/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $? ($(tail -1 "$LOGS/sanitizer.log"))"
