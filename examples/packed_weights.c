@@ -56,17 +56,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", wb_last_error());
         return 2;
     }
+    /* a layer as a converter would read it: int4 codes one per byte, f16 scales per 128 along K */
     unsigned seed = 7;
-    uint8_t *w = malloc((size_t)(n * k));
-    uint16_t *scale = malloc((size_t)(n * k / 128) * 2), *a = malloc((size_t)(m * k) * 2);
-    uint16_t *out[2] = {malloc((size_t)(m * n) * 2), malloc((size_t)(m * n) * 2)};
-    double *ref = malloc((size_t)(m * n) * sizeof *ref);
-    for (int64_t i = 0; i < n * k; i++)
+    size_t codes = (size_t)(n * k), scales = codes / 128, acts = (size_t)(m * k), outs = (size_t)(m * n);
+    uint8_t *w = malloc(codes);
+    uint16_t *scale = malloc(scales * 2), *a = malloc(acts * 2), *out[2] = {malloc(outs * 2), malloc(outs * 2)};
+    double *ref = malloc(outs * sizeof *ref);
+    for (size_t i = 0; i < codes; i++) {
         w[i] = (uint8_t)(uniform(&seed) * 16);
-    for (int64_t i = 0; i < n * k / 128; i++)
-        scale[i] = wb_f16_from_double(0.02 + 0.02 * uniform(&seed));
-    for (int64_t i = 0; i < m * k; i++)
-        a[i] = wb_f16_from_double(2 * uniform(&seed) - 1);
+        if (i < scales)
+            scale[i] = wb_f16_from_double(0.01 + 0.03 * uniform(&seed));
+        if (i < acts)
+            a[i] = wb_f16_from_double(uniform(&seed) - 0.5);
+    }
     wb_host_weights hw = {.w = w, .w_scale = scale};
     wb_host_acts hx = {.a = a};
 
@@ -94,25 +96,25 @@ int main(int argc, char **argv)
     } else {
         wb_layer *layer[2] = {NULL, NULL};
         wb_devptr da = 0, dout = 0;
-        int failed = wb_gpu_alloc(gpu, (size_t)(m * k) * 2, &da) || wb_gpu_alloc(gpu, (size_t)(m * n) * 2, &dout) ||
-                     wb_gpu_upload(gpu, da, a, (size_t)(m * k) * 2) ||
+        int failed = wb_gpu_alloc(gpu, acts * 2, &da) || wb_gpu_alloc(gpu, outs * 2, &dout) ||
+                     wb_gpu_upload(gpu, da, a, acts * 2) ||
                      wb_reference_gemm(&f, m, n, k, &hx, &hw, ref);
         for (int l = 0; l < 2 && !failed; l++) /* two layers, one packing; the output poisoned (NaN) first */
             failed = wb_layer_create_packed(gpu, &f, arch, n, k, &loaded, &layer[l]) ||
-                     wb_gpu_memset(gpu, dout, 0xff, (size_t)(m * n) * 2) ||
+                     wb_gpu_memset(gpu, dout, 0xff, outs * 2) ||
                      wb_layer_gemm(layer[l], m, da, dout, NULL) || wb_gpu_sync(gpu) ||
-                     wb_gpu_download(gpu, out[l], dout, (size_t)(m * n) * 2);
+                     wb_gpu_download(gpu, out[l], dout, outs * 2);
         if (failed) {
             fprintf(stderr, "packed_weights: %s\n", wb_last_error());
         } else {
             double num = 0, den = 0;
-            for (int64_t i = 0; i < m * n; i++) {
+            for (size_t i = 0; i < outs; i++) {
                 double d = wb_f16_to_double(out[0][i]) - ref[i];
                 num += d * d;
                 den += ref[i] * ref[i];
             }
             double err = sqrt(num / den);
-            int same = !memcmp(out[0], out[1], (size_t)(m * n) * 2);
+            int same = !memcmp(out[0], out[1], outs * 2);
             printf("%lld x %lld x %lld on %s from the file: relative error %.2e (bound 1e-3), two layers %s\n",
                    (long long)m, (long long)n, (long long)k, wb_gpu_name(gpu), err, same ? "the same bits" : "DIFFER");
             rc = err <= 1e-3 && same ? 0 : 1;
