@@ -76,18 +76,22 @@ static wb_status layer_new(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k
     return WB_OK;
 }
 
-/* The packed buffers to the layer's device memory; on failure the layer is destroyed and *out NULL. */
-static wb_status layer_upload(wb_layer *l, const wb_packed *p, wb_layer **out)
+/* The packed buffers to the layer's device memory. */
+static wb_status layer_upload(wb_layer *l, const wb_packed *p)
 {
     wb_status st = upload_buffer(l->gpu, p->w, p->w_bytes, &l->w);
     if (!st)
         st = upload_buffer(l->gpu, p->scale, p->scale_bytes, &l->scale);
     if (!st)
         st = upload_buffer(l->gpu, p->chan, p->chan_bytes, &l->chan);
-    if (st) {
-        wb_layer_destroy(l);
-        *out = NULL;
-    }
+    return st;
+}
+
+/* A layer that failed after layer_new: destroyed, *out NULL, st returned. */
+static wb_status layer_drop(wb_layer **out, wb_status st)
+{
+    wb_layer_destroy(*out);
+    *out = NULL;
     return st;
 }
 
@@ -98,22 +102,17 @@ wb_status wb_layer_create(wb_gpu *gpu, const wb_format *f, int64_t n, int64_t k,
     if (st)
         return st;
     wb_packed p;
-    if ((st = wb_pack_weights(f, (*out)->arch, n, k, w, &p))) {
-        wb_layer_destroy(*out);
-        *out = NULL;
-        return st;
+    if (!(st = wb_pack_weights(f, (*out)->arch, n, k, w, &p))) {
+        st = layer_upload(*out, &p);
+        wb_packed_free(&p);
     }
-    st = layer_upload(*out, &p, out);
-    wb_packed_free(&p);
-    return st;
+    return st ? layer_drop(out, st) : WB_OK;
 }
 
-wb_status wb_layer_create_packed(wb_gpu *gpu, const wb_format *f, wb_arch arch, int64_t n, int64_t k,
-                                 const wb_packed *p, wb_layer **out)
+/* Weights packed for target `arch` fit N x K of format f on target `gpu_arch`: their sizes and layout. */
+static wb_status check_packed(const wb_format *f, wb_arch arch, wb_arch gpu_arch, int64_t n, int64_t k,
+                              const wb_packed *p)
 {
-    wb_status st = layer_new(gpu, f, n, k, p, out, "wb_layer_create_packed");
-    if (st)
-        return st;
     wb_packed want;
     wb_packed_sizes(f, n, k, &want);
     const struct {
@@ -123,23 +122,29 @@ wb_status wb_layer_create_packed(wb_gpu *gpu, const wb_format *f, wb_arch arch, 
     } bufs[3] = {{"codes", p->w, p->w_bytes, want.w_bytes},
                  {"scales", p->scale, p->scale_bytes, want.scale_bytes},
                  {"channel values", p->chan, p->chan_bytes, want.chan_bytes}};
-    for (int i = 0; i < 3 && !st; i++)
+    for (int i = 0; i < 3; i++)
         if (bufs[i].bytes != bufs[i].want || (bufs[i].want && !bufs[i].at))
-            st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: the %s are %zu bytes%s, where %lld x %lld weights "
-                         "of this format take %zu (wb_packed_sizes)", bufs[i].what, bufs[i].bytes,
-                         bufs[i].at ? "" : " at NULL", (long long)n, (long long)k, bufs[i].want);
-    const char *from = wb_arch_name(arch), *gpu_arch = wb_arch_name((*out)->arch);
-    if (!st && (unsigned)arch >= WB_ARCH_COUNT)
-        st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: unknown target %d", (int)arch);
-    else if (!st && !wb_packed_layout_same(f, arch, (*out)->arch))
-        st = wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: weights of this format packed for %s are not laid out "
-                     "as %s reads them; pack them for %s", from, gpu_arch, gpu_arch);
-    if (st) {
-        wb_layer_destroy(*out);
-        *out = NULL;
+            return wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: the %s are %zu bytes%s, where %lld x %lld weights "
+                           "of this format take %zu (wb_packed_sizes)", bufs[i].what, bufs[i].bytes,
+                           bufs[i].at ? "" : " at NULL", (long long)n, (long long)k, bufs[i].want);
+    if ((unsigned)arch >= WB_ARCH_COUNT)
+        return wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: unknown target %d", (int)arch);
+    if (!wb_packed_layout_same(f, arch, gpu_arch))
+        return wb_fail(WB_ERR_INVALID, "wb_layer_create_packed: weights of this format packed for %s are not laid "
+                       "out as %s reads them; pack them for %s", wb_arch_name(arch), wb_arch_name(gpu_arch),
+                       wb_arch_name(gpu_arch));
+    return WB_OK;
+}
+
+wb_status wb_layer_create_packed(wb_gpu *gpu, const wb_format *f, wb_arch arch, int64_t n, int64_t k,
+                                 const wb_packed *p, wb_layer **out)
+{
+    wb_status st = layer_new(gpu, f, n, k, p, out, "wb_layer_create_packed");
+    if (st)
         return st;
-    }
-    return layer_upload(*out, p, out);
+    if (!(st = check_packed(f, arch, (*out)->arch, n, k, p)))
+        st = layer_upload(*out, p);
+    return st ? layer_drop(out, st) : WB_OK;
 }
 
 void wb_layer_destroy(wb_layer *layer)
