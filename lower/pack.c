@@ -179,6 +179,9 @@ static wb_status pack_chan_w8a8(const wb_format *f, int64_t n, int64_t k, const 
     return WB_OK;
 }
 
+/* chan holds the weight tensor scale after the biases (wgs=1 with fp4 activations) */
+static int packs_wglobal(const wb_format *f) { return f->wgs && wb_format_fp4_acts(f); }
+
 /* The byte sizes of the three buffers (pointers NULL): the same on every target. 8-bit activations:
  * the codes, f32 scales per group, f32 channel scales (and biases). Else: the codes, a record per
  * (strip of 16 channels, group), and the f32 biases, then with fp4 activations the weight tensor
@@ -192,10 +195,9 @@ static void packed_sizes(const wb_format *f, int64_t n, int64_t k, wb_packed *s)
         s->scale_bytes = f->g ? (size_t)(n * (k / f->g)) * 4 : 0;
         return;
     }
-    int wglobal = f->wgs && wb_format_fp4_acts(f);
     s->w_bytes = (size_t)(n * k / 8 * f->w.bits);
     s->scale_bytes = (size_t)(n / 16 * wb_layout_groups(f, k) * (f->zp != WB_ZP_NONE ? 64 : 32));
-    s->chan_bytes = (size_t)((f->bias ? n : 0) + wglobal) * 4;
+    s->chan_bytes = (size_t)((f->bias ? n : 0) + packs_wglobal(f)) * 4;
 }
 
 wb_status wb_packed_sizes(const wb_format *f, int64_t n, int64_t k, wb_packed *sizes)
@@ -324,7 +326,7 @@ wb_status wb_pack_weights(const wb_format *f, wb_arch arch, int64_t n, int64_t k
     if (wb_format_w8a8(f))
         return pack_w8a8(f, arch, n, k, w, out);
     /* chan: the f32 biases; with fp4 activations then the weight tensor scale (wgs=1) */
-    int wglobal = f->wgs && wb_format_fp4_acts(f);
+    int wglobal = packs_wglobal(f);
     if (wglobal && !isfinite(*w->w_global))
         return wb_fail(WB_ERR_INVALID, "the weight tensor scale %g is not finite", (double)*w->w_global);
     packed_sizes(f, n, k, out);
