@@ -120,6 +120,10 @@ typedef struct lw {
     wb_reg *spart[2], laterel[2];      /* late: fp8's slice products, two sets (one a half); the empty
                                           mbarrier of each half's stage */
     const char *ltail[2];              /* late: where K ends after half 0 or 1 (its group still out) */
+    int pair;                          /* pp with fp8 sums per channel: the two halves' groups sum into one
+                                          slice product, promoted once an iteration (wb_wgmma_kloop_mid) */
+    wb_reg relprev;                    /* pair: the empty mbarrier of half 0's stage, released in half 1 */
+    const char *ptail;                 /* pair: where K ends after half 0 (its group still out) */
     wb_reg *wpre;
     int pdl_top;                       /* PDL: the next kernel is let in at the top, not after the K loop */
     int tc;                            /* lower MMA to tcgen05 (lower_tcgen05.c) */

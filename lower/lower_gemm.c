@@ -655,6 +655,7 @@ wb_status wb_lower_gemm(wb_kernel *k, const wb_target *t, int annotate, wb_func 
         L.rot = 0;
     L.ss = L.wg && wb_w8_smem_operand(&k->fmt, t->arch);
     L.pp = L.rot && L.w8a8 && !L.ss;
+    L.pair = L.pp && L.a8_float && !L.grouped;
     /* (fp8 at 192 tokens: its sums and one slice product set fill the registers; the late loop needs two) */
     L.late = L.rot && L.tma && (L.ss || !L.w8a8) && !L.grouped && !L.afp4 && !(L.ss && k->cfg.m_tiles > 16);
     /* mma.sync with cp.async and K split inside the block: a warp reads only its own slices of a stage

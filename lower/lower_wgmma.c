@@ -82,6 +82,10 @@ void wb_wgmma_pp_setup(lw *L)
     else
         wb_gemm_widen4(L, L->wpre, L->abuf[0]);
     L->loop_exit = wb_new_label(L->f, "kdone");
+    if (L->pair) {
+        L->relprev = wb_new_reg(L->f, WB_RC_B32);
+        L->ptail = wb_new_label(L->f, "ptail");
+    }
 }
 
 /* Land tile kt + 1 (at most `pending` copy groups still out), issue the copies of tile kt + dist into
@@ -227,11 +231,61 @@ static void late_tails(lw *L)
     wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
 }
 
+/* pair: release the stage of half 0's tile (its group complete) */
+static void release_prev(lw *L)
+{
+    if (!L->tma)
+        return;
+    wb_reg now = L->relbar;
+    L->relbar = L->relprev;
+    wb_tma_release(L);
+    L->relbar = now;
+}
+
+/* pair: the end of half 0's tile kt. Its group stays out: the next tile lands and its code words are
+ * loaded (and widened) into half 1's registers under it, and half 1's group adds onto the same slice
+ * product (scale-d true) behind it, so the tensor cores take the two groups back to back, with no
+ * wait, promote or widening between them. Half 1's end waits for half 0's group (wait_group 1) before
+ * its words go into half 0's registers and its stage is released, then for its own, and promotes the
+ * k256 product once. Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum: two slices
+ * summed there before the f32 add instead of one (docs/perf.md). K may end after half 0: its tail
+ * waits, releases and promotes. */
+static void pair_mid(lw *L)
+{
+    land_next(L, L->cfg->stages - 3, L->cfg->stages - 1);
+    if (L->tma)
+        wb_emit(L->f, WB_OP_MOV, "b32", 2, wb_r(L->relprev), wb_r(L->relbar));
+    wb_emit(L->f, WB_OP_ADD, "u32", 3, wb_r(L->kt), wb_r(L->kt), wb_imm(1));
+    wb_reg done = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_GE, "u32", 3, wb_r(done), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(done), wb_text(L->ptail));
+}
+
+static void pair_end(lw *L)
+{
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(1));
+    release_prev(L);
+    tile_end(L);
+    wb_reg more = wb_new_reg(L->f, WB_RC_PRED);
+    wb_emit(L->f, WB_OP_SETP_LT, "u32", 3, wb_r(more), wb_r(L->kt), wb_r(L->nkt));
+    wb_emit(L->f, WB_OP_BRA_IF, NULL, 2, wb_r(more), wb_text(L->loop_head));
+    wb_emit(L->f, WB_OP_BRA, NULL, 1, wb_text(L->loop_exit));
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->ptail));
+    wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));
+    release_prev(L);
+    promote(L);
+    wb_emit(L->f, WB_OP_LABEL, NULL, 1, wb_text(L->loop_exit));
+}
+
 /* pp: the first half's end; K may end there (an odd number of tiles). */
 void wb_wgmma_kloop_mid(lw *L)
 {
     if (L->late) {
         late_end(L);
+        return;
+    }
+    if (L->pair) {
+        pair_mid(L);
         return;
     }
     tile_end(L);
@@ -245,6 +299,10 @@ void wb_wgmma_kloop_end(lw *L)
     if (L->late) {
         late_end(L);
         late_tails(L);
+        return;
+    }
+    if (L->pair) {
+        pair_end(L);
         return;
     }
     tile_end(L);
@@ -328,11 +386,12 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     if (L->a8_float)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: w=%s x a=%s -> f32, wgmma %s, native (A: %s; B: the "
-                                                     "fp8 tile, 128B swizzle; each k128 slice summed apart, then "
+                                                     "fp8 tile, 128B swizzle; each %s summed apart, then "
                                                      "added in f32)",
                                         wb_gemm_mma_w_type(L, wn), wb_type_name(L->fmt->a, an), shape,
                                         L->ss ? "the weight tile in shared memory, 128B swizzle"
-                                              : "the code words in registers")));
+                                              : "the code words in registers",
+                                        L->pair ? "k256 (two slices)" : "k128 slice")));
     else if (L->w8a8)
         wb_emit(L->f, WB_OP_COMMENT, NULL, 1,
                 wb_text(wb_arena_printf(L->f->arena, "mma rule: s8 x s8 -> s32, wgmma %s, native (A: the code "
@@ -349,7 +408,7 @@ void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
     for (int step = 0; step < steps; step++)
         wb_emit(L->f, op, shape, 4, wb_list(L->part ? L->part : c, nacc),
                 L->ss ? wb_r(adesc[step]) : wb_list(&a[step * 4], 4), wb_r(desc[step]),
-                wb_r(L->part && step == 0 ? L->pfalse : L->ptrue));
+                wb_r(L->part && step == 0 && !(L->pair && L->half) ? L->pfalse : L->ptrue));
     wb_emit(L->f, WB_OP_WGMMA_COMMIT, NULL, 0);
     if (!L->rot) {
         wb_emit(L->f, WB_OP_WGMMA_WAIT, NULL, 1, wb_imm(0));

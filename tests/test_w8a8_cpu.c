@@ -890,6 +890,7 @@ START_TEST(tma_kernel_matches_reference)
         {"fp8,out=f16,bias=1", 500, 384, 24, 3, 1}, /* persistent: 3 blocks, 2 strips x 3 token tiles */
         {"a=e4m3,w=int4,ws=f32,g=0,bias=1", 300, 384, 24, 3, 0}, /* W4A8: int4 widened in registers */
         {"a=e4m3,w=int4,ws=f32,g=0", 500, 256, 24, 4, 1},
+        {"a=e4m3,w=int4,ws=f32,g=0,out=f16", 300, 384, 4, 3, 1}, /* persistent, K ending after a first half */
         /* persistent: 3 blocks walk 2 strips x 10 token tiles (w4a16, fp8 with an odd tile count) or
          * 2 x 2 (int8, uint4 with zero points), the stages running on from one output tile to the next */
         {"w4a16", 300, 512, 4, 3, 1},
