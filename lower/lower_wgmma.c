@@ -364,8 +364,9 @@ static const char *wgmma_shape(lw *L)
  * while one half's group reads its set, the next tile's words are loaded (and int4 widened) into the
  * other's. fp8 on sm_90a (L->ss, wb_w8_smem_operand) reads A by descriptor instead, from the weight
  * tile packed as wgmma's shared-memory operand: no A registers, and no unrolling. fp8 sums in two
- * levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's product (k128, four steps) starts from zero (scale-d false) in its own registers
- * and is added to the f32 sums once complete (promote). */
+ * levels: Hopper's fp8 wgmma keeps fewer bits than f32 in its running sum, so each slice's product
+ * (k128, four steps; pair: k256, the two halves' slices) starts from zero (scale-d false) in its own
+ * registers and is added to the f32 sums once complete (promote). */
 void wb_wgmma_steps(lw *L, wb_reg *c, const wb_reg *a, const wb_reg *desc)
 {
     int steps = WGMMA_STEPS, nacc = L->cfg->m_tiles * 4;
