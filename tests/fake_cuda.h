@@ -17,7 +17,7 @@ static struct {
     int device_count;
     CUresult init_result, alloc_result, set_current_result, jit_result;
     int set_current, alloc, free_, htod, dtoh, memset_, sync, retain, release;
-    uint64_t htod_sum;        /* FNV-1a over every byte uploaded, in order (from 0: fnv_start) */
+    uint64_t htod_sum;        /* FNV-1a over every byte uploaded, in order (0: start again) */
     int loads, unloads, get_function, set_attribute, launches, event_create, event_destroy, records;
     int elapsed_calls;
     int pdl_launches;         /* launches through cuLaunchKernelEx with programmatic serialization */

@@ -1,6 +1,7 @@
 /* `warble bench`: time the GEMM of a format on the GPU, per M (docs BENCH.md). R layers, each with
  * its own device buffers of one packing of random weights, together over 256 MB (4 x the H200's L2),
- * are cycled through so the weights come from device memory; wb_gpu_time takes the median of 15 event-timed batches of back-to-back calls.
+ * are cycled through so the weights come from device memory; wb_gpu_time takes the median of 15
+ * event-timed batches of back-to-back calls.
  * --sweep also times every legal config (wgmma with both load paths, cp.async and TMA, the latter in
  * clusters of two where the tiles pair up, in single blocks and in persistent blocks, and pairs of
  * blocks splitting K) and reports the best; choices given on the command line (--m-tiles, --warps-n,
