@@ -325,9 +325,11 @@ static void keep_extra_blocks_out(const wb_target *t, const wb_format *f, wb_con
  * 8192 x 8192 at M = 1 in 14.8 us, two alone in 11.8 (where a wave is not filled, the extra room
  * served: 6144 x 4096). At two m-tiles the next kernel comes in after the K loop, and blocks of 16
  * warps take 3 stages per channel too: 13.84 us on 8192 x 8192 at M = 16 against 14.35 at 4 and
- * 15.30 at the residency rule's 5 (H100, `--sweep`, one sample a config, docs/perf.md); smaller
- * blocks (28672 x 4096: 4 warps) keep the rule's stages, not measured against 3. Forced fields
- * stay. */
+ * 15.30 at the residency rule's 5 (H100, `--sweep`, one sample a config, docs/perf.md). Smaller
+ * blocks (28672 x 4096: 4 warps) and grids of at most one block an SM keep the rule's stages: H100,
+ * events, three rounds interleaved (docs/perf.md, thirty-seventh session): 27.1 us at 7 against 28.5
+ * at 3 on 28672 x 4096, 13.0 at 8 against 18.4 at 3 on 4096 x 14336 (128 blocks of 16 warps).
+ * Forced fields stay. */
 static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_config *asked, int64_t m, int64_t n,
                           int64_t k, wb_config *c)
 {
@@ -355,7 +357,7 @@ static void tune_w4a8_f16(const wb_target *t, const wb_format *f, const wb_confi
     if (asked->stages)
         return;
     c->stages = 3;
-    if (!f->g && !f->ag && (c->m_tiles == 1 || c->warps_n * c->warps_k < 16))
+    if (!f->g && !f->ag && (c->m_tiles == 1 || c->warps_n * c->warps_k < 16 || blocks <= sms))
         keep_extra_blocks_out(t, f, c, blocks);
 }
 
