@@ -379,14 +379,15 @@ static int plan_w8a8(plan *p, int quick, int arch)
     }
     /* W4A8 at decode on layer shapes, where the heuristic's configs differ from the small shapes' (the
      * grid fills its waves: deeper stages, two warps along N; with groups at M = 16, two slices a warp
-     * with 4 warps along K on 6144 x 4096, with one on 28672 x 4096), sampled: per channel and in
-     * groups, s8 activations everywhere and e4m3 where fp8 builds */
+     * with 4 warps along K on 6144 x 4096, with one on 28672 x 4096; per channel at M = 16 on
+     * 4096 x 14336, one block an SM: 8 stages), sampled: per channel and in groups, s8 activations
+     * everywhere and e4m3 where fp8 builds */
     static const char *const dec[] = {"a=s8,w=int4,ws=f32,g=0", "w4a8-int8", "a=e4m3,w=int4,ws=f32,g=0", "w4a8-fp8"};
-    static const int64_t dec_nk[][2] = {{8192, 8192}, {6144, 4096}, {28672, 4096}};
+    static const int64_t dec_nk[][2] = {{8192, 8192}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
     for (size_t s = 0; s < 4 && !rc; s++) {
         if (s >= 2 && (arch < 0 || !builds_on(dec[s], (wb_arch)arch, (wb_config){0})))
             continue;
-        for (size_t j = 0; j < 3 && !rc; j++)
+        for (size_t j = 0; j < 4 && !rc; j++)
             for (int64_t m = 1; m <= 16 && !rc; m += 15)
                 if (!quick || (j == s % 2 && m == 1)) /* quick: one case a spec */
                     rc = plan_add(p, dec[s], m, dec_nk[j][0], dec_nk[j][1], 0);
