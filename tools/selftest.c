@@ -387,7 +387,7 @@ static int plan_w8a8(plan *p, int quick, int arch)
     for (size_t s = 0; s < 4 && !rc; s++) {
         if (s >= 2 && (arch < 0 || !builds_on(dec[s], (wb_arch)arch, (wb_config){0})))
             continue;
-        for (size_t j = 0; j < 4 && !rc; j++)
+        for (size_t j = 0; j < sizeof dec_nk / sizeof dec_nk[0] && !rc; j++)
             for (int64_t m = 1; m <= 16 && !rc; m += 15)
                 if (!quick || (j == s % 2 && m == 1)) /* quick: one case a spec */
                     rc = plan_add(p, dec[s], m, dec_nk[j][0], dec_nk[j][1], 0);
