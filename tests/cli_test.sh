@@ -468,6 +468,8 @@ if expect 0 "selftest --list --pending, one kernel missing" "" -- $W selftest --
         fail "selftest --pending: not the two cases of the missing kernel: $(tr '\n' ';' <"$tmp/out")"
 fi
 expect 2 "selftest --list --pending without --arch" "needs --arch" -- $W selftest --list --pending
+expect 2 "selftest --pending, no such ledger" "cannot read the ledger" -- \
+    $W selftest --list --pending --arch sm_90a --ledger "$tmp/no-such-ledger.tsv"
 expect 0 "selftest --list --quick" "" -- $W selftest --list --quick
 expect 2 "selftest --arch without --list" "--arch goes with --list" -- $W selftest --arch sm_90a
 expect 2 "selftest bad option" "unknown option" -- $W selftest --n 16

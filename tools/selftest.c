@@ -12,6 +12,7 @@
  * run cut short keeps what it validated. */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -498,23 +499,26 @@ static int case_kernel_sha(const plan_case *pc, wb_arch arch, int64_t m, char sh
 }
 
 /* --pending: keep only the cases whose kernel (or, batch-invariant, either kernel) is not in the
- * ledger yet, so that a GPU run validates what a change touched and nothing twice. */
-static void keep_pending(plan *p, wb_arch arch, const char *ledger)
+ * ledger yet, so that a GPU run validates what a change touched and nothing twice. -1 (errno set)
+ * where the ledger cannot be read: every case would be pending, which is never what was meant. */
+static int keep_pending(plan *p, wb_arch arch, const char *ledger)
 {
     FILE *fp = fopen(ledger, "r");
+    if (!fp)
+        return -1;
     int kept = 0;
     for (int i = 0; i < p->count; i++) {
         const plan_case *pc = &p->c[i];
         char sha[65], sha2[65];
-        int known = fp && !case_kernel_sha(pc, arch, pc->invariant ? INVARIANT_M : pc->m, sha) && ledger_has(fp, sha);
+        int known = !case_kernel_sha(pc, arch, pc->invariant ? INVARIANT_M : pc->m, sha) && ledger_has(fp, sha);
         if (known && pc->invariant)
             known = !case_kernel_sha(pc, arch, pc->m, sha2) && ledger_has(fp, sha2);
         if (!known)
             p->c[kept++] = *pc;
     }
     p->count = kept;
-    if (fp)
-        fclose(fp);
+    fclose(fp);
+    return 0;
 }
 
 /* Kernels this run validated leave pending.tsv (the file beside the ledger), if it exists. */
@@ -1049,7 +1053,14 @@ int cmd_selftest(int argc, char **argv)
             rc = cli_fail(CLI_USAGE, "selftest: --pending --list needs --arch (whose kernels to look up)");
             goto done;
         }
-        keep_pending(&p, (wb_arch)arch, ledger);
+        if (keep_pending(&p, (wb_arch)arch, ledger)) {
+            rc = cli_fail(CLI_USAGE,
+                          "selftest --pending: cannot read the ledger %s (%s), so every case would be pending; "
+                          "copy tests/gpu/ledger.tsv there first (--ledger names the file read and appended to), "
+                          "or leave out --pending to run every case",
+                          ledger, strerror(errno));
+            goto done;
+        }
     }
     if (cli_has(&a, O_LIST)) {
         for (int i = 0; i < p.count; i++)

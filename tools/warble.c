@@ -37,6 +37,8 @@ static const char usage_text[] =
     "           [--seed S] [--device D]\n"
     "                                       GPU correctness over formats and shapes; --pending: only\n"
     "                                       the cases whose kernel the ledger does not hold yet\n"
+    "                                       (--ledger, default tests/gpu/ledger.tsv: read by --pending,\n"
+    "                                       each validated kernel appended)\n"
     "  help, --help                         this text;  --version  the version\n"
     "\n"
     "choices (zero = let warble choose): --mma mma.sync|wgmma|tcgen05  --load ldg|cp.async|tma\n"
